@@ -1,0 +1,3 @@
+from recourse.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,79 @@
+"""Saving and loading classifiers as safetensors + a JSON config; nothing is unpickled."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import torch
+from safetensors.torch import load_file, save_file
+
+from recourse.classifier import AttributeClassifier, ClassifierConfig
+
+WEIGHTS_FILE = "model.safetensors"
+CONFIG_FILE = "config.json"
+
+
+class CheckpointError(ValueError):
+    """A checkpoint folder is missing or does not match its config."""
+
+
+def save_classifier(model: AttributeClassifier, directory: str | os.PathLike, metadata: dict[str, Any]) -> Path:
+    """Write ``model.safetensors`` and ``config.json`` (architecture + ``metadata``)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
+    save_file(state, str(directory / WEIGHTS_FILE))
+    config = {"architecture": "AttributeClassifier", **model.config.to_dict(), **metadata}
+    (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
+    return directory
+
+
+def read_config(directory: str | os.PathLike) -> dict[str, Any]:
+    path = Path(directory) / CONFIG_FILE
+    if not path.is_file():
+        raise CheckpointError(f"{path}: checkpoint config not found")
+    try:
+        return json.loads(path.read_text())
+    except json.JSONDecodeError as error:
+        raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+
+
+def load_classifier(directory: str | os.PathLike) -> AttributeClassifier:
+    """Load a classifier in eval mode from a folder written by :func:`save_classifier`."""
+    directory = Path(directory)
+    config = read_config(directory)
+    if config.get("architecture") != "AttributeClassifier":
+        raise CheckpointError(f"{directory / CONFIG_FILE}: unknown architecture {config.get('architecture')!r}")
+    weights = directory / WEIGHTS_FILE
+    if not weights.is_file():
+        raise CheckpointError(f"{weights}: weights not found")
+    model = AttributeClassifier(ClassifierConfig.from_dict(config))
+    try:
+        model.load_state_dict(load_file(str(weights)))
+    except RuntimeError as error:
+        raise CheckpointError(f"{weights}: does not match {CONFIG_FILE} ({error})") from None
+    return model.eval()
+
+
+def save_training_state(path: str | os.PathLike, state: dict[str, Any]) -> None:
+    """Resumable training state: tensors only, so resuming never unpickles code."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    torch.save(state, temporary)
+    temporary.replace(path)
+
+
+def load_training_state(path: str | os.PathLike) -> dict[str, Any]:
+    return torch.load(path, map_location="cpu", weights_only=True)
+
+
+def update_config(directory: str | os.PathLike, **fields: Any) -> None:
+    """Add or replace fields of a checkpoint's ``config.json``."""
+    path = Path(directory) / CONFIG_FILE
+    config = read_config(directory)
+    config.update(fields)
+    path.write_text(json.dumps(config, indent=2) + "\n")

@@ -1,0 +1,258 @@
+"""Reading CelebA datasets: the only module that opens dataset files.
+
+Two standard layouts are understood:
+
+* CelebAMask-HQ: ``CelebA-HQ-img/N.jpg`` + ``CelebAMask-HQ-attribute-anno.txt``
+* original CelebA: ``img_align_celeba/NNNNNN.jpg`` + ``list_attr_celeba.txt``
+  (+ optional ``list_eval_partition.txt``)
+
+Images come back as ``uint8`` arrays ``(N, 3, H, W)``; labels as ``uint8`` ``(N, 40)`` in
+{0, 1}. Decoded splits are cached as ``.npz`` files so that training reads them once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Literal
+
+import numpy as np
+from PIL import Image
+
+ATTRIBUTES: tuple[str, ...] = (
+    "5_o_Clock_Shadow", "Arched_Eyebrows", "Attractive", "Bags_Under_Eyes", "Bald",
+    "Bangs", "Big_Lips", "Big_Nose", "Black_Hair", "Blond_Hair", "Blurry", "Brown_Hair",
+    "Bushy_Eyebrows", "Chubby", "Double_Chin", "Eyeglasses", "Goatee", "Gray_Hair",
+    "Heavy_Makeup", "High_Cheekbones", "Male", "Mouth_Slightly_Open", "Mustache",
+    "Narrow_Eyes", "No_Beard", "Oval_Face", "Pale_Skin", "Pointy_Nose",
+    "Receding_Hairline", "Rosy_Cheeks", "Sideburns", "Smiling", "Straight_Hair",
+    "Wavy_Hair", "Wearing_Earrings", "Wearing_Hat", "Wearing_Lipstick",
+    "Wearing_Necklace", "Wearing_Necktie", "Young",
+)
+
+Split = Literal["train", "val", "test", "all"]
+SPLITS: tuple[str, ...] = ("train", "val", "test", "all")
+Layout = Literal["celeba-hq", "celeba"]
+
+# CelebA-HQ has no official split; the project's fixed one (shared/data/README.md).
+HQ_SPLIT_RANGES = {"train": (0, 24000), "val": (24000, 27000), "test": (27000, 30000)}
+# list_eval_partition.txt codes.
+CELEBA_PARTITION_CODES = {"train": 0, "val": 1, "test": 2}
+
+HQ_IMAGES, HQ_ANNOTATIONS = "CelebA-HQ-img", "CelebAMask-HQ-attribute-anno.txt"
+CELEBA_IMAGES, CELEBA_ANNOTATIONS = "img_align_celeba", "list_attr_celeba.txt"
+CELEBA_PARTITION = "list_eval_partition.txt"
+
+
+class DatasetError(ValueError):
+    """A dataset file is missing or malformed; the message names the file and line."""
+
+
+@dataclass(frozen=True)
+class Annotations:
+    """Parsed attribute file: ``labels[i]`` (40 values in {0, 1}) belongs to ``filenames[i]``."""
+
+    filenames: tuple[str, ...]
+    labels: np.ndarray  # (N, 40) uint8
+
+
+@dataclass(frozen=True)
+class LabelledImages:
+    """A split of a dataset at model resolution."""
+
+    images: np.ndarray  # (N, 3, H, W) uint8
+    labels: np.ndarray  # (N, 40) uint8 in {0, 1}
+    filenames: tuple[str, ...]
+
+    def __len__(self) -> int:
+        return len(self.filenames)
+
+
+def read_annotations(path: str | os.PathLike) -> Annotations:
+    """Parse a CelebA / CelebAMask-HQ attribute file, with or without its count line."""
+    path = Path(path)
+    if not path.is_file():
+        raise DatasetError(f"{path}: annotation file not found")
+    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    if not any(line.strip() for line in lines):
+        raise DatasetError(f"{path}: file is empty; expected a header line with the 40 attribute names")
+    index = 0
+    declared_count = None
+    if lines and lines[0].strip().isdigit():
+        declared_count = int(lines[0].strip())
+        index = 1
+    if index >= len(lines):
+        raise DatasetError(f"{path}: no header line with the 40 attribute names")
+    header = tuple(lines[index].split())
+    if header != ATTRIBUTES:
+        raise DatasetError(
+            f"{path}:{index + 1}: header does not list the 40 CelebA attributes in order; "
+            f"got {len(header)} names starting {list(header[:3])}"
+        )
+    filenames: list[str] = []
+    rows: list[list[int]] = []
+    for line_number, line in enumerate(lines[index + 1:], start=index + 2):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 41:
+            raise DatasetError(
+                f"{path}:{line_number}: expected a file name and 40 values, got {len(fields)} fields"
+            )
+        try:
+            values = [int(v) for v in fields[1:]]
+        except ValueError:
+            raise DatasetError(f"{path}:{line_number}: attribute values must be 1 or -1") from None
+        if any(v not in (1, -1) for v in values):
+            raise DatasetError(f"{path}:{line_number}: attribute values must be 1 or -1")
+        filenames.append(fields[0])
+        rows.append(values)
+    if declared_count is not None and declared_count != len(rows):
+        raise DatasetError(f"{path}:1: declares {declared_count} rows but has {len(rows)}")
+    if len(set(filenames)) != len(filenames):
+        raise DatasetError(f"{path}: duplicate file names")
+    labels = (np.asarray(rows, dtype=np.int8).reshape(-1, 40) > 0).astype(np.uint8)
+    return Annotations(tuple(filenames), labels)
+
+
+def read_partition(path: str | os.PathLike) -> dict[str, int]:
+    """Parse ``list_eval_partition.txt`` into ``{filename: 0 | 1 | 2}``."""
+    path = Path(path)
+    partition: dict[str, int] = {}
+    for line_number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 2 or fields[1] not in ("0", "1", "2"):
+            raise DatasetError(f"{path}:{line_number}: expected '<file> <0|1|2>'")
+        partition[fields[0]] = int(fields[1])
+    return partition
+
+
+def detect_layout(root: str | os.PathLike) -> Layout:
+    """Tell which of the two layouts ``root`` holds."""
+    root = Path(root)
+    if (root / HQ_ANNOTATIONS).is_file() and (root / HQ_IMAGES).is_dir():
+        return "celeba-hq"
+    if (root / CELEBA_ANNOTATIONS).is_file() and (root / CELEBA_IMAGES).is_dir():
+        return "celeba"
+    raise DatasetError(
+        f"{root}: not a CelebA folder; expected {HQ_IMAGES}/ + {HQ_ANNOTATIONS} "
+        f"or {CELEBA_IMAGES}/ + {CELEBA_ANNOTATIONS}"
+    )
+
+
+def select_split(root: str | os.PathLike, split: Split) -> Annotations:
+    """The annotations of one split of the dataset at ``root``."""
+    if split not in SPLITS:
+        raise ValueError(f"split must be one of {SPLITS}, got {split!r}")
+    root = Path(root)
+    layout = detect_layout(root)
+    if layout == "celeba-hq":
+        annotations = read_annotations(root / HQ_ANNOTATIONS)
+        if split == "all":
+            return annotations
+        low, high = HQ_SPLIT_RANGES[split]
+        keep = [i for i, name in enumerate(annotations.filenames) if low <= _hq_id(name, root) < high]
+    else:
+        annotations = read_annotations(root / CELEBA_ANNOTATIONS)
+        if split == "all":
+            return annotations
+        partition_path = root / CELEBA_PARTITION
+        if not partition_path.is_file():
+            raise DatasetError(f"{partition_path}: needed for split {split!r}; use --split all")
+        partition = read_partition(partition_path)
+        code = CELEBA_PARTITION_CODES[split]
+        keep = [i for i, name in enumerate(annotations.filenames) if partition.get(name) == code]
+    return Annotations(
+        tuple(annotations.filenames[i] for i in keep), annotations.labels[keep]
+    )
+
+
+def _hq_id(name: str, root: Path) -> int:
+    stem = Path(name).stem
+    if not stem.isdigit():
+        raise DatasetError(f"{root / HQ_ANNOTATIONS}: image name {name!r} is not a CelebA-HQ id")
+    return int(stem)
+
+
+def image_dir(root: str | os.PathLike) -> Path:
+    root = Path(root)
+    return root / (HQ_IMAGES if detect_layout(root) == "celeba-hq" else CELEBA_IMAGES)
+
+
+def open_rgb(path: Path) -> Image.Image:
+    """Open an image file as RGB, or raise DatasetError naming it."""
+    if not path.is_file():
+        raise DatasetError(f"{path}: image listed in the annotations is missing")
+    try:
+        with Image.open(path) as image:
+            return image.convert("RGB")
+    except OSError as error:
+        raise DatasetError(f"{path}: cannot be read as an image ({error})") from None
+
+
+def resize_square(image: Image.Image, resolution: int) -> np.ndarray:
+    """Resize an already framed RGB image to ``(3, resolution, resolution)`` uint8."""
+    if image.size != (resolution, resolution):
+        image = image.resize((resolution, resolution), Image.Resampling.BICUBIC)
+    return np.asarray(image, dtype=np.uint8).transpose(2, 0, 1).copy()
+
+
+Framer = Callable[[Image.Image, int], np.ndarray]
+
+
+def load_split(
+    root: str | os.PathLike,
+    split: Split,
+    resolution: int = 64,
+    cache_dir: str | os.PathLike | None = None,
+    framer: Framer | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> LabelledImages:
+    """Decode one split to ``uint8 (N, 3, H, W)``.
+
+    ``framer(image, resolution)`` turns a photo into the training framing; CelebA-HQ
+    images already have it, so by default they are only resized. Original CelebA photos
+    need ``recourse.faces.frame_like_hq`` (the CLI passes it).
+    """
+    root = Path(root)
+    annotations = select_split(root, split)
+    if not annotations.filenames:
+        raise DatasetError(f"{root}: split {split!r} is empty")
+    framer = framer or resize_square
+    cache_path = None
+    if cache_dir is not None:
+        key = hashlib.sha1(
+            f"{root.resolve()}|{split}|{resolution}|{getattr(framer, 'cache_key', getattr(framer, '__name__', ''))}|"
+            f"{len(annotations.filenames)}".encode()
+        ).hexdigest()[:16]
+        cache_path = Path(cache_dir) / f"{split}-{resolution}-{key}.npz"
+        if cache_path.is_file():
+            with np.load(cache_path) as cached:
+                return LabelledImages(cached["images"], annotations.labels, annotations.filenames)
+    directory = image_dir(root)
+    images = np.empty((len(annotations.filenames), 3, resolution, resolution), np.uint8)
+    for i, name in enumerate(annotations.filenames):
+        images[i] = framer(open_rgb(directory / name), resolution)
+        if progress is not None:
+            progress(i + 1, len(images))
+    if cache_path is not None:
+        cache_path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = cache_path.with_suffix(".tmp.npz")
+        np.savez(temporary, images=images)
+        temporary.replace(cache_path)
+    return LabelledImages(images, annotations.labels, annotations.filenames)
+
+
+def majority_baseline(labels: np.ndarray, train_labels: np.ndarray | None = None) -> np.ndarray:
+    """Per-attribute accuracy of predicting each attribute's majority class.
+
+    The majority is taken from ``train_labels`` when given (a fair baseline), else from
+    ``labels`` themselves.
+    """
+    reference = labels if train_labels is None else train_labels
+    majority = (reference.mean(axis=0) >= 0.5).astype(np.uint8)
+    return (labels == majority).mean(axis=0)

@@ -1,0 +1,150 @@
+"""Training an attribute classifier: seeded, resumable, keeps the best-on-val checkpoint."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Literal
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from tqdm import tqdm
+
+from recourse.checkpoints import load_training_state, save_classifier, save_training_state
+from recourse.classifier import AttributeClassifier, ClassifierConfig
+from recourse.data import LabelledImages
+from recourse.evaluation import evaluate_accuracy, to_float_images
+
+Augmentation = Literal["flip-shift", "flip-shift-color"]
+
+
+@dataclass(frozen=True)
+class TrainConfig:
+    epochs: int = 18
+    batch_size: int = 64
+    learning_rate: float = 3e-3
+    weight_decay: float = 0.05
+    seed: int = 0
+    augmentation: Augmentation = "flip-shift"
+    max_shift: int = 4
+
+    def __post_init__(self) -> None:
+        if self.epochs < 1 or self.batch_size < 1:
+            raise ValueError(f"epochs and batch_size must be >= 1, got {self.epochs}, {self.batch_size}")
+        if self.augmentation not in ("flip-shift", "flip-shift-color"):
+            raise ValueError(f"unknown augmentation {self.augmentation!r}")
+
+
+@dataclass(frozen=True)
+class TrainResult:
+    best_epoch: int
+    best_val_accuracy: float
+    history: list[dict]
+    seconds: float
+
+
+def channel_statistics(images: np.ndarray) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Per-channel mean and std of ``uint8 (N, 3, H, W)`` images in [0, 1] units."""
+    sample = to_float_images(images[:: max(1, len(images) // 4000)])
+    return (
+        tuple(round(float(v), 4) for v in sample.mean(dim=(0, 2, 3))),
+        tuple(round(float(v), 4) for v in sample.std(dim=(0, 2, 3))),
+    )
+
+
+def augment(batch: torch.Tensor, config: TrainConfig, generator: torch.Generator) -> torch.Tensor:
+    """Random horizontal flip and shift (reflect-padded) of ``(B, 3, H, W)`` in [0, 1]."""
+    b, _, h, w = batch.shape
+    flip = torch.rand(b, generator=generator) < 0.5
+    batch = torch.where(flip.view(b, 1, 1, 1), batch.flip(3), batch)
+    s = config.max_shift
+    if s > 0:
+        padded = F.pad(batch, (s, s, s, s), mode="reflect")
+        dx, dy = torch.randint(0, 2 * s + 1, (2,), generator=generator).tolist()
+        batch = padded[:, :, dy:dy + h, dx:dx + w]
+    if config.augmentation == "flip-shift-color":
+        brightness = 1 + 0.2 * (torch.rand(b, 1, 1, 1, generator=generator) - 0.5)
+        contrast = 1 + 0.2 * (torch.rand(b, 1, 1, 1, generator=generator) - 0.5)
+        mean = batch.mean(dim=(1, 2, 3), keepdim=True)
+        batch = ((batch - mean) * contrast + mean) * brightness
+        batch = batch.clamp(0, 1)
+    return batch
+
+
+def train_classifier(
+    train: LabelledImages,
+    val: LabelledImages,
+    out_dir: str | Path,
+    model_config: ClassifierConfig,
+    config: TrainConfig,
+    state_path: str | Path,
+    metadata: dict | None = None,
+) -> TrainResult:
+    """Train, evaluating on ``val`` after each epoch; the best epoch is saved to ``out_dir``.
+
+    Resumes from ``state_path`` if it exists (model, optimiser, scheduler, RNG, history).
+    """
+    torch.manual_seed(config.seed)
+    mean, std = channel_statistics(train.images)
+    model_config = replace(model_config, mean=mean, std=std)
+    model = AttributeClassifier(model_config).to(memory_format=torch.channels_last)
+    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
+    steps_per_epoch = math.ceil(len(train) / config.batch_size)
+    scheduler = torch.optim.lr_scheduler.OneCycleLR(
+        optimizer, max_lr=config.learning_rate, total_steps=config.epochs * steps_per_epoch, pct_start=0.2
+    )
+    history: list[dict] = []
+    start_epoch, elapsed = 0, 0.0
+    best = (-1, -1.0)
+    state_path = Path(state_path)
+    if state_path.is_file():
+        state = load_training_state(state_path)
+        model.load_state_dict(state["model"])
+        optimizer.load_state_dict(state["optimizer"])
+        scheduler.load_state_dict(state["scheduler"])
+        start_epoch = int(state["epoch"])
+        elapsed = float(state["elapsed"])
+        history = [dict(zip(("epoch", "train_loss", "val_accuracy"), row)) for row in state["history"].tolist()]
+        history = [{**h, "epoch": int(h["epoch"])} for h in history]
+        best = (int(state["best_epoch"]), float(state["best_val_accuracy"]))
+        if "rng" in state:
+            torch.set_rng_state(state["rng"])
+        print(f"resumed from {state_path} after epoch {start_epoch}")
+    labels = torch.as_tensor(train.labels).float()
+    for epoch in range(start_epoch, config.epochs):
+        started = time.time()
+        generator = torch.Generator().manual_seed(config.seed * 1000 + epoch)
+        order = torch.randperm(len(train), generator=generator)
+        model.train()
+        total_loss = 0.0
+        bar = tqdm(range(steps_per_epoch), desc=f"epoch {epoch + 1}/{config.epochs}", unit="batch", mininterval=5)
+        for step in bar:
+            index = order[step * config.batch_size:(step + 1) * config.batch_size]
+            batch = augment(to_float_images(train.images[index.numpy()]), config, generator)
+            batch = batch.contiguous(memory_format=torch.channels_last)
+            loss = F.binary_cross_entropy_with_logits(model(batch), labels[index])
+            optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            optimizer.step()
+            scheduler.step()
+            total_loss += loss.item()
+            bar.set_postfix(loss=f"{total_loss / (step + 1):.4f}", refresh=False)
+        val_accuracy = evaluate_accuracy(model, val.images, val.labels).mean
+        elapsed += time.time() - started
+        history.append({"epoch": epoch + 1, "train_loss": round(total_loss / steps_per_epoch, 5), "val_accuracy": val_accuracy})
+        print(f"epoch {epoch + 1}: train loss {total_loss / steps_per_epoch:.4f}, val mean accuracy {val_accuracy:.2f}%, {elapsed / 60:.1f} min", flush=True)
+        if val_accuracy > best[1]:
+            best = (epoch + 1, val_accuracy)
+            save_classifier(model, out_dir, {
+                **(metadata or {}), "train_config": asdict(config), "best_epoch": epoch + 1,
+                "val_accuracy": val_accuracy, "training_seconds": round(elapsed, 1), "history": history,
+            })
+        save_training_state(state_path, {
+            "model": model.state_dict(), "optimizer": optimizer.state_dict(), "scheduler": scheduler.state_dict(),
+            "epoch": epoch + 1, "elapsed": elapsed, "best_epoch": best[0], "best_val_accuracy": best[1],
+            "rng": torch.get_rng_state(), "history": torch.tensor([[h["epoch"], h["train_loss"], h["val_accuracy"]] for h in history], dtype=torch.float64),
+        })
+    return TrainResult(best_epoch=best[0], best_val_accuracy=best[1], history=history, seconds=elapsed)
