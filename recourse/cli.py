@@ -70,7 +70,7 @@ def command_train_classifier(args: argparse.Namespace) -> int:
     val = load_images(Path(args.data), "val", model_config.resolution, cache)
     from recourse.training import train_classifier
 
-    command = "python -m recourse " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+    command = "python -m recourse " + " ".join(shlex.quote(a) for a in args.argv)
     result = train_classifier(train, val, out, model_config, train_config, state, metadata={
         "role": args.preset, "training_command": command, "recourse_version": __version__,
         "data_split": {"train": "CelebA-HQ ids 0-23999", "val": "24000-26999", "test": "27000-29999"},
@@ -145,7 +145,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
     args = build_parser().parse_args(argv)
+    args.argv = argv
     try:
         return args.run(args)
     except (DatasetError, CheckpointError) as error:

@@ -1,0 +1,62 @@
+import json
+
+import pytest
+import torch
+
+from recourse.checkpoints import read_config, save_classifier
+from recourse.classifier import AttributeClassifier, ClassifierConfig
+from recourse.cli import main
+
+
+@pytest.fixture
+def tiny_checkpoint(tmp_path):
+    torch.manual_seed(0)
+    directory = tmp_path / "ckpt"
+    save_classifier(AttributeClassifier(ClassifierConfig(widths=(4,), resolution=16)), directory, {})
+    return directory
+
+
+def test_evaluate_writes_per_attribute_accuracy_and_baseline(hq_folder, tiny_checkpoint, tmp_path, capsys):
+    root, labels = hq_folder
+    out = tmp_path / "out.json"
+    code = main(["evaluate", "--data", str(root), "--split", "test", "--checkpoint", str(tiny_checkpoint),
+                 "--json", str(out), "--no-cache"])
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["n_images"] == 3 and len(report["per_attribute"]) == 40
+    per_attribute = list(report["per_attribute"].values())
+    assert report["mean_accuracy"] == pytest.approx(sum(per_attribute) / 40, abs=0.01)
+    assert 0 <= report["majority_baseline_mean"] <= 100
+    assert "MEAN" in capsys.readouterr().out
+
+
+def test_evaluate_all_on_original_celeba_layout(celeba_folder, tiny_checkpoint, tmp_path, capsys):
+    root, _ = celeba_folder
+    out = tmp_path / "out.json"
+    assert main(["evaluate", "--data", str(root), "--split", "all", "--checkpoint", str(tiny_checkpoint),
+                 "--json", str(out), "--no-cache"]) == 0
+    assert json.loads(out.read_text())["n_images"] == 5
+    assert "fixed crop" in capsys.readouterr().out  # noise photos have no face: the layout's crop is used
+
+
+def test_train_classifier_cli_writes_a_documented_checkpoint(hq_folder, tmp_path):
+    root, _ = hq_folder
+    out = tmp_path / "trained"
+    code = main(["train-classifier", "--data", str(root), "--preset", "oracle", "--epochs", "1",
+                 "--out", str(out), "--state", str(tmp_path / "state.pt"), "--no-cache"])
+    assert code == 0
+    config = read_config(out)
+    for key in ("widths", "resolution", "attributes", "mean", "std", "training_command", "data_split",
+                "training_seconds", "test_accuracy", "history"):
+        assert key in config, key
+    assert config["role"] == "oracle" and config["activation"] == "silu"
+    assert config["training_command"].startswith("python -m recourse train-classifier")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["evaluate", "--data", "/nonexistent"], "not a CelebA folder"),
+    (["evaluate", "--data", ".", "--checkpoint", "/nonexistent"], "checkpoint config not found"),
+])
+def test_errors_are_one_clear_line(args, message, capsys):
+    assert main(args) == 2
+    assert message in capsys.readouterr().err
