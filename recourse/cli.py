@@ -21,6 +21,7 @@ from recourse.training import TrainConfig
 
 DEFAULT_CACHE = Path(".cache")
 CHECKPOINT_DIRS = {"classifier": Path("checkpoints/classifier"), "oracle": Path("checkpoints/oracle")}
+GENERATOR_DIR = Path("checkpoints/generator")
 
 # The oracle differs from the audited classifier in width, activation, seed and augmentation,
 # so that a counterfactual tuned against one is not automatically accepted by the other.
@@ -114,6 +115,95 @@ def command_evaluate(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_train_generator(args: argparse.Namespace) -> int:
+    from recourse.generator_training import GeneratorTrainConfig, train_generator
+
+    config = GeneratorTrainConfig(**{k: v for k, v in (("steps", args.steps), ("seed", args.seed)) if v is not None})
+    cache = None if args.no_cache else Path(args.cache_dir)
+    train = load_images(Path(args.data), "train", args.resolution, cache)
+    val = load_images(Path(args.data), "val", args.resolution, cache)
+    command = "python -m recourse " + " ".join(shlex.quote(a) for a in args.argv)
+    result = train_generator(train.images, val.images, args.out, config, Path(args.state_dir), metadata={
+        "training_command": command, "recourse_version": __version__, "data_split": "CelebA-HQ train ids 0-23999"})
+    print(f"denoiser loss {result.final_loss:.4f}; basis reconstruction error on val {result.reconstruction_error:.4f}; "
+          f"{result.seconds / 60:.1f} min of denoiser training; saved to {args.out}")
+    return 0
+
+
+def _counterfactual_config(args: argparse.Namespace):
+    from recourse.counterfactual import CounterfactualConfig
+
+    values = {k: getattr(args, k) for k in ("steps", "noise_level", "guidance_scale", "seed") if getattr(args, k) is not None}
+    return CounterfactualConfig(**values)
+
+
+def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
+    from recourse.counterfactual import load_generator
+    from recourse.counterfactual_quality import evaluate_counterfactual_quality
+
+    classifier = load_classifier(args.classifier)
+    oracle = load_classifier(args.oracle)
+    generator = load_generator(args.generator)
+    cache = None if args.no_cache else Path(args.cache_dir)
+    images = load_images(Path(args.data), args.split, classifier.config.resolution, cache)
+    subset = images.images[: args.n]
+    bars = {}
+
+    def progress(attribute: str, done: int, total: int) -> None:
+        bar = bars.setdefault(attribute, tqdm(total=total, desc=f"counterfactuals {attribute}", unit="img"))
+        bar.update(done - bar.n)
+        bar.close() if done == total else None
+
+    started = time.time()
+    report = evaluate_counterfactual_quality(subset, images.images, classifier, oracle, generator,
+                                             tuple(args.attributes), _counterfactual_config(args), progress=progress)
+    output = {"command": "python -m recourse " + " ".join(shlex.quote(a) for a in args.argv),
+              "data": str(args.data), "split": args.split, "n": len(subset), "generator": str(args.generator),
+              "seconds": round(time.time() - started, 1), "threads": torch.get_num_threads(), **report.to_dict()}
+    if args.json:
+        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+        Path(args.json).write_text(json.dumps(output, indent=2) + "\n")
+    print(f"{'attribute':12s} {'FR %':>6s} {'oracle FR %':>11s} {'MNAC':>6s} {'proximity':>9s} {'oracle FD':>9s} {'s/CF':>6s}")
+    for r in report.results:
+        print(f"{r.attribute:12s} {r.flip_rate:6.1f} {r.oracle_flip_rate:11.1f} {r.mnac:6.2f} {r.proximity:9.4f} "
+              f"{r.oracle_fd:9.2f} {r.median_seconds:6.3f}")
+    print(f"({len(subset)} images of split {args.split}; {time.time() - started:.0f} s)")
+    return 0
+
+
+def command_counterfactual(args: argparse.Namespace) -> int:
+    from recourse.counterfactual import attribute_index, generate, load_generator
+    from recourse.faces import FaceAlignmentError, align_face, load_photo
+    from recourse.visualise import side_by_side
+
+    attribute_index(args.attribute)
+    model = load_classifier(args.checkpoint or CHECKPOINT_DIRS["classifier"])
+    resolution = model.config.resolution
+    try:
+        if args.no_align:
+            from recourse.data import resize_square
+
+            image = resize_square(load_photo(args.image), resolution)
+        else:
+            aligned = align_face(args.image, resolution)
+            print(aligned.message)
+            image = aligned.image
+    except FaceAlignmentError as error:
+        print(f"error: {error}", file=sys.stderr)
+        return 2
+    x = torch.as_tensor(image).float().unsqueeze(0) / 255
+    generator = load_generator(args.generator)
+    with torch.no_grad():
+        before = torch.sigmoid(model(x))[0, attribute_index(args.attribute)].item()
+    target = args.target if args.target is not None else int(before < 0.5)
+    result = generate(x, model, args.attribute, target, generator, _counterfactual_config(args))
+    side_by_side(result.originals[0], result.images[0]).save(args.out)
+    print(f"{args.attribute}: p = {before:.3f} → {result.probability_after.item():.3f} (target {target}, "
+          f"{'valid' if result.valid.item() else 'NOT valid'}), cost {result.cost.item():.4f}, "
+          f"{result.seconds:.2f} s; wrote {args.out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m recourse", description=__doc__)
     parser.add_argument("--version", action="version", version=__version__)
@@ -141,6 +231,43 @@ def build_parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--checkpoint", help="checkpoint folder (default checkpoints/<model>)")
     evaluate.add_argument("--json", help="write the report here")
     evaluate.set_defaults(run=command_evaluate)
+
+    def add_generation_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--generator", default=str(GENERATOR_DIR), help="generator folder, or a diffusers pipeline folder or hub id")
+        sub.add_argument("--steps", type=int, help="DDIM steps over the whole schedule")
+        sub.add_argument("--noise-level", type=float, help="fraction of the schedule to noise to (0-1]")
+        sub.add_argument("--guidance-scale", type=float)
+        sub.add_argument("--seed", type=int)
+
+    train_generator = commands.add_parser("train-generator", help="train the latent diffusion face generator")
+    add_data_options(train_generator)
+    train_generator.add_argument("--out", default=str(GENERATOR_DIR))
+    train_generator.add_argument("--steps", type=int, help="denoiser training steps")
+    train_generator.add_argument("--seed", type=int)
+    train_generator.add_argument("--resolution", type=int, default=64)
+    train_generator.add_argument("--state-dir", default=str(DEFAULT_CACHE / "generator-state"))
+    train_generator.set_defaults(run=command_train_generator)
+
+    quality = commands.add_parser("evaluate-counterfactuals", help="FR, oracle FR, MNAC, proximity, FD, time")
+    add_data_options(quality)
+    add_generation_options(quality)
+    quality.add_argument("--split", choices=SPLITS, default="test")
+    quality.add_argument("--n", type=int, default=500)
+    quality.add_argument("--attributes", nargs="+", default=["Smiling", "Young", "Male", "Eyeglasses"])
+    quality.add_argument("--classifier", default=str(CHECKPOINT_DIRS["classifier"]))
+    quality.add_argument("--oracle", default=str(CHECKPOINT_DIRS["oracle"]))
+    quality.add_argument("--json", help="write the report here")
+    quality.set_defaults(run=command_evaluate_counterfactuals)
+
+    single = commands.add_parser("counterfactual", help="write original | counterfactual | difference for one photo")
+    single.add_argument("image")
+    single.add_argument("--attribute", required=True)
+    single.add_argument("--target", type=int, choices=(0, 1), help="default: flip the classifier's decision")
+    single.add_argument("--out", required=True, help="PNG to write")
+    single.add_argument("--checkpoint", help="guiding classifier (default checkpoints/classifier)")
+    single.add_argument("--no-align", action="store_true", help="the photo is already a CelebA-HQ-framed face")
+    add_generation_options(single)
+    single.set_defaults(run=command_counterfactual)
     return parser
 
 
@@ -150,6 +277,6 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
     try:
         return args.run(args)
-    except (DatasetError, CheckpointError) as error:
+    except (DatasetError, CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -1,0 +1,398 @@
+"""Diffusion counterfactuals guided by the model under audit; the only module importing diffusers.
+
+The default generator is a latent diffusion model sized for two CPU cores:
+
+* ``PCAAutoencoder`` — a linear basis (PCA) of the training faces; ``encode`` gives
+  whitened coefficients, ``decode`` maps them back to pixels. Fitted in about a minute.
+* ``LatentDenoiser`` — a residual MLP predicting the noise on those coefficients.
+* a ``DDIMScheduler``.
+
+A standard diffusers pipeline with a ``UNet2DModel`` (e.g. ``google/ddpm-celebahq-256``)
+loads through the same :func:`load_generator` and runs in pixel space.
+
+Guidance follows DiME (Jeanneret et al., 2022) in spirit:
+
+1. encode ``x`` and noise it to an intermediate step ``t0`` (seeded per sample);
+2. at each DDIM step, predict the clean latent, decode it as an *edit* of the real image
+   (``x̂ = x + D(ẑ0) − D(z0)``: what the generator cannot represent is kept), and move the
+   noise prediction along the gradient of the guiding model's loss for the target decision
+   plus an L1 proximity term;
+3. if the result is not yet valid for the guiding model, a few more gradient steps on the
+   clean latent finish it, stopping per sample as soon as it is valid.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Protocol
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from diffusers import DDIMScheduler, DiffusionPipeline, ModelMixin
+from diffusers.configuration_utils import ConfigMixin, register_to_config
+from diffusers.models.embeddings import get_timestep_embedding
+from torch import nn
+
+from recourse.data import ATTRIBUTES
+from recourse.metrics import recourse_cost
+
+GENERATOR_FILE = "generator.json"
+_LOAD_OPTIONS = {"low_cpu_mem_usage": False}  # the accelerate-based loader buys nothing for small models
+
+
+# ---------------------------------------------------------------------------------------
+# The generator's parts
+# ---------------------------------------------------------------------------------------
+
+
+class PCAAutoencoder(ModelMixin, ConfigMixin):
+    """A linear face basis: images ``(B, 3, R, R)`` in [0, 1] ↔ whitened coefficients ``(B, K)``."""
+
+    @register_to_config
+    def __init__(self, resolution: int = 64, latent_dim: int = 512) -> None:
+        super().__init__()
+        pixels = 3 * resolution * resolution
+        self.register_buffer("mean", torch.zeros(pixels))
+        self.register_buffer("components", torch.zeros(latent_dim, pixels))  # orthonormal rows
+        self.register_buffer("scale", torch.ones(latent_dim))  # std of each coefficient
+
+    def encode(self, images: torch.Tensor) -> torch.Tensor:
+        flat = images.flatten(1) - self.mean
+        return flat @ self.components.T / self.scale
+
+    def decode(self, latents: torch.Tensor) -> torch.Tensor:
+        resolution = self.config.resolution
+        flat = (latents * self.scale) @ self.components + self.mean
+        return flat.view(-1, 3, resolution, resolution)
+
+
+def fit_pca_autoencoder(images: np.ndarray, latent_dim: int = 512, seed: int = 0) -> PCAAutoencoder:
+    """Fit the basis on ``uint8 (N, 3, R, R)`` training images with a randomised SVD."""
+    resolution = images.shape[-1]
+    data = torch.as_tensor(images).flatten(1).float().div_(255.0)
+    mean = data.mean(dim=0)
+    data -= mean
+    torch.manual_seed(seed)
+    _, singular_values, vectors = torch.svd_lowrank(data, q=latent_dim + 32, niter=4)
+    autoencoder = PCAAutoencoder(resolution=resolution, latent_dim=latent_dim)
+    autoencoder.mean.copy_(mean)
+    autoencoder.components.copy_(vectors[:, :latent_dim].T)
+    autoencoder.scale.copy_(singular_values[:latent_dim] / math.sqrt(len(data) - 1))
+    return autoencoder
+
+
+class ResidualMLPBlock(nn.Module):
+    def __init__(self, width: int) -> None:
+        super().__init__()
+        self.norm = nn.LayerNorm(width)
+        self.time = nn.Linear(width, width)
+        self.mlp = nn.Sequential(nn.Linear(width, width * 2), nn.SiLU(), nn.Linear(width * 2, width))
+
+    def forward(self, hidden: torch.Tensor, time: torch.Tensor) -> torch.Tensor:
+        return hidden + self.mlp(self.norm(hidden) + self.time(time))
+
+
+class LatentDenoiser(ModelMixin, ConfigMixin):
+    """Predicts the noise ``ε`` of latents ``(B, K)`` at integer timesteps ``(B,)``."""
+
+    @register_to_config
+    def __init__(self, latent_dim: int = 512, width: int = 768, depth: int = 3, time_dim: int = 128) -> None:
+        super().__init__()
+        self.time_mlp = nn.Sequential(nn.Linear(time_dim, width), nn.SiLU(), nn.Linear(width, width), nn.SiLU())
+        self.input = nn.Linear(latent_dim, width)
+        self.blocks = nn.ModuleList(ResidualMLPBlock(width) for _ in range(depth))
+        self.output = nn.Sequential(nn.LayerNorm(width), nn.Linear(width, latent_dim))
+        nn.init.zeros_(self.output[1].weight)
+        nn.init.zeros_(self.output[1].bias)
+
+    def forward(self, latents: torch.Tensor, timesteps: torch.Tensor) -> torch.Tensor:
+        timesteps = torch.as_tensor(timesteps).reshape(-1).expand(len(latents))
+        time = self.time_mlp(get_timestep_embedding(timesteps, self.config.time_dim, flip_sin_to_cos=True))
+        hidden = self.input(latents)
+        for block in self.blocks:
+            hidden = block(hidden, time)
+        return self.output(hidden)
+
+
+def default_scheduler() -> DDIMScheduler:
+    return DDIMScheduler(num_train_timesteps=1000, beta_schedule="squaredcos_cap_v2", clip_sample=False,
+                         prediction_type="epsilon", set_alpha_to_one=True)
+
+
+class FaceGenerator(Protocol):
+    """What guidance needs from a generator: a latent space, a denoiser and a scheduler."""
+
+    scheduler: DDIMScheduler
+    resolution: int
+
+    def encode(self, images: torch.Tensor) -> torch.Tensor: ...
+    def decode(self, latents: torch.Tensor) -> torch.Tensor: ...
+    def predict_noise(self, latents: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor: ...
+
+
+@dataclass
+class LatentFaceGenerator:
+    """The project's generator: PCA latents + MLP denoiser + DDIM."""
+
+    autoencoder: PCAAutoencoder
+    denoiser: LatentDenoiser
+    scheduler: DDIMScheduler
+
+    @property
+    def resolution(self) -> int:
+        return self.autoencoder.config.resolution
+
+    def encode(self, images: torch.Tensor) -> torch.Tensor:
+        return self.autoencoder.encode(images)
+
+    def decode(self, latents: torch.Tensor) -> torch.Tensor:
+        return self.autoencoder.decode(latents)
+
+    def predict_noise(self, latents: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
+        return self.denoiser(latents, timestep)
+
+    def save_pretrained(self, directory: str | Path, metadata: dict | None = None) -> None:
+        directory = Path(directory)
+        # The basis is stored in half precision (12 MB instead of 25 MB); loading upcasts.
+        copy.deepcopy(self.autoencoder).half().save_pretrained(directory / "autoencoder")
+        self.denoiser.save_pretrained(directory / "denoiser")
+        self.scheduler.save_pretrained(directory / "scheduler")
+        (directory / GENERATOR_FILE).write_text(json.dumps({"kind": "pca-latent-diffusion", **(metadata or {})}, indent=2) + "\n")
+
+    @classmethod
+    def from_pretrained(cls, directory: str | Path) -> "LatentFaceGenerator":
+        directory = Path(directory)
+        autoencoder = PCAAutoencoder.from_pretrained(directory / "autoencoder", **_LOAD_OPTIONS).float().eval()
+        denoiser = LatentDenoiser.from_pretrained(directory / "denoiser", **_LOAD_OPTIONS).float().eval()
+        scheduler = DDIMScheduler.from_pretrained(directory / "scheduler")
+        return cls(autoencoder, denoiser, scheduler)
+
+
+@dataclass
+class PixelFaceGenerator:
+    """A standard diffusers pixel-space pipeline (``UNet2DModel`` + scheduler), e.g. a DDPM."""
+
+    unet: nn.Module
+    scheduler: DDIMScheduler
+
+    @property
+    def resolution(self) -> int:
+        size = self.unet.config.sample_size
+        return size if isinstance(size, int) else size[0]
+
+    def encode(self, images: torch.Tensor) -> torch.Tensor:
+        if images.shape[-1] != self.resolution:
+            images = F.interpolate(images, size=self.resolution, mode="bilinear", align_corners=False)
+        return images * 2 - 1
+
+    def decode(self, latents: torch.Tensor) -> torch.Tensor:
+        return (latents + 1) / 2
+
+    def predict_noise(self, latents: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
+        return self.unet(latents, timestep).sample
+
+
+def load_generator(source: str | Path) -> LatentFaceGenerator | PixelFaceGenerator:
+    """Load the project's generator folder, or any diffusers pipeline (local folder or hub id)
+    that has a ``unet`` and a ``scheduler``; its scheduler is converted to DDIM."""
+    path = Path(source)
+    if (path / GENERATOR_FILE).is_file():
+        return LatentFaceGenerator.from_pretrained(path)
+    if path.exists() and not (path / "model_index.json").is_file():
+        raise ValueError(f"{path}: neither a {GENERATOR_FILE} generator nor a diffusers pipeline (no model_index.json)")
+    pipeline = DiffusionPipeline.from_pretrained(str(source))
+    unet = getattr(pipeline, "unet", None)
+    if unet is None or getattr(unet.config, "in_channels", None) != 3:
+        raise ValueError(f"{source}: expected a pixel-space pipeline with a 3-channel 'unet'")
+    return PixelFaceGenerator(unet.eval(), DDIMScheduler.from_config(pipeline.scheduler.config))
+
+
+# ---------------------------------------------------------------------------------------
+# Guided counterfactuals
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CounterfactualConfig:
+    """Settings of one guided generation; saved with every result."""
+
+    steps: int = 20  # DDIM steps over the full schedule
+    noise_level: float = 0.4  # fraction of the schedule the image is noised to (t0 / T)
+    guidance_scale: float = 4.0  # strength of the classifier gradient in the noise prediction
+    proximity_weight: float = 5.0  # weight of the L1 distance to the input in the guided loss
+    finish_steps: int = 20  # extra gradient steps on the latent if not yet valid
+    finish_learning_rate: float = 0.05
+    margin: float = 1.0  # guide until the target logit is past the boundary by this much
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+        if not 0.0 < self.noise_level <= 1.0:
+            raise ValueError(f"noise_level must be in (0, 1], got {self.noise_level}")
+        if self.guidance_scale < 0 or self.proximity_weight < 0 or self.finish_steps < 0:
+            raise ValueError("guidance_scale, proximity_weight and finish_steps must be >= 0, got "
+                             f"{self.guidance_scale}, {self.proximity_weight}, {self.finish_steps}")
+
+
+@dataclass(frozen=True)
+class CounterfactualResult:
+    """Counterfactuals of a batch for one attribute.
+
+    ``images`` and ``originals`` are ``(B, 3, H, W)`` in [0, 1]; the other tensors ``(B,)``.
+    Probabilities are the guiding model's ``p_a``; ``cost`` is ``mean |x' − x|``.
+    """
+
+    images: torch.Tensor
+    originals: torch.Tensor
+    attribute: str
+    target: torch.Tensor
+    probability_before: torch.Tensor
+    probability_after: torch.Tensor
+    valid: torch.Tensor
+    cost: torch.Tensor
+    seeds: tuple[int, ...]
+    config: CounterfactualConfig
+    seconds: float
+
+    def to_dict(self) -> dict:
+        return {
+            "attribute": self.attribute, "target": self.target.tolist(),
+            "probability_before": [round(v, 5) for v in self.probability_before.tolist()],
+            "probability_after": [round(v, 5) for v in self.probability_after.tolist()],
+            "valid": self.valid.tolist(), "cost": [round(v, 6) for v in self.cost.tolist()],
+            "seeds": list(self.seeds), "settings": asdict(self.config), "seconds": round(self.seconds, 3),
+        }
+
+
+def attribute_index(attribute: str) -> int:
+    if attribute not in ATTRIBUTES:
+        raise ValueError(f"unknown attribute {attribute!r}; expected one of the 40 CelebA names, e.g. 'Smiling'")
+    return ATTRIBUTES.index(attribute)
+
+
+def _check_images(images: torch.Tensor) -> None:
+    if not isinstance(images, torch.Tensor) or images.ndim != 4 or images.shape[1] != 3:
+        shape = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
+        raise ValueError(f"images must be a (B, 3, H, W) tensor, got {shape}")
+    if not images.is_floating_point() or images.min() < 0 or images.max() > 1:
+        raise ValueError("images must be floats in [0, 1]")
+
+
+def _targets(target: int | torch.Tensor, batch: int) -> torch.Tensor:
+    target = torch.as_tensor(target)
+    if target.ndim == 0:
+        target = target.expand(batch)
+    if target.shape != (batch,) or not bool(((target == 0) | (target == 1)).all()):
+        raise ValueError(f"target must be 0 or 1 (or one per image), got {target.tolist()}")
+    return target.float()
+
+
+def _seeded_noise(seeds: tuple[int, ...], shape: tuple[int, ...]) -> torch.Tensor:
+    """One noise draw per sample from its own seed, so batching never changes a result."""
+    return torch.stack([torch.randn(shape, generator=torch.Generator().manual_seed(s)) for s in seeds])
+
+
+def generate(
+    images: torch.Tensor,
+    model: nn.Module,
+    attribute: str,
+    target: int | torch.Tensor,
+    generator: FaceGenerator,
+    config: CounterfactualConfig = CounterfactualConfig(),
+    seeds: tuple[int, ...] | None = None,
+) -> CounterfactualResult:
+    """Counterfactuals of ``images`` (``(B, 3, H, W)`` in [0, 1]) that ``model`` decides as
+    ``target`` on ``attribute``. ``model`` is any module returning 40 logits; it is only read.
+
+    Each sample's noise comes from ``seeds[i]`` (default ``config.seed + i``), so the same
+    task gives the same counterfactual for any guiding model, batch or order.
+    """
+    index = attribute_index(attribute)
+    _check_images(images)
+    batch = len(images)
+    target = _targets(target, batch)
+    seeds = tuple(config.seed + i for i in range(batch)) if seeds is None else tuple(int(s) for s in seeds)
+    if len(seeds) != batch:
+        raise ValueError(f"expected {batch} seeds, got {len(seeds)}")
+    started = time.perf_counter()
+    was_training = model.training
+    model.eval()
+    sign = 2 * target - 1  # +1 pushes the logit up, -1 down
+
+    def guided_loss(candidate: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        logits = model(candidate)[:, index]
+        # hinge on the signed logit: stop pushing once past the margin (the smallest change)
+        decision_loss = F.softplus(config.margin - sign * logits)
+        proximity = (candidate - images).abs().flatten(1).mean(dim=1)
+        return decision_loss + config.proximity_weight * proximity, logits
+
+    with torch.no_grad():
+        probability_before = torch.sigmoid(model(images)[:, index])
+        z0 = generator.encode(images)
+        reconstruction = generator.decode(z0)
+
+    def edit(latents: torch.Tensor) -> torch.Tensor:
+        edited = images + _resize(generator.decode(latents) - reconstruction, images.shape[-1])
+        return edited.clamp(0, 1)
+
+    # (1) noise to t0
+    scheduler = generator.scheduler
+    scheduler.set_timesteps(config.steps)
+    timesteps = [t for t in scheduler.timesteps if t <= round(config.noise_level * scheduler.config.num_train_timesteps)]
+    alphas = scheduler.alphas_cumprod
+    latents = z0
+    if timesteps:
+        noise = _seeded_noise(seeds, tuple(z0.shape[1:]))
+        latents = scheduler.add_noise(z0, noise, timesteps[0].reshape(1))
+    # (2) guided DDIM denoising
+    for t in timesteps:
+        latents = latents.detach().requires_grad_(True)
+        noise_prediction = generator.predict_noise(latents, t.reshape(1))
+        alpha = alphas[t]
+        clean = (latents - (1 - alpha).sqrt() * noise_prediction) / alpha.sqrt()
+        loss, _ = guided_loss(edit(clean))
+        gradient, = torch.autograd.grad(loss.sum(), latents)
+        guided = noise_prediction.detach() + config.guidance_scale * (1 - alpha).sqrt() * gradient
+        latents = scheduler.step(guided, t, latents.detach()).prev_sample
+    # (3) finish the samples that are not valid yet
+    latents = latents.detach()
+    with torch.no_grad():
+        valid = (model(edit(latents))[:, index] >= 0).float() == target
+    for _ in range(config.finish_steps if not bool(valid.all()) else 0):
+        latents = latents.detach().requires_grad_(True)
+        loss, logits = guided_loss(edit(latents))
+        valid = valid | ((logits.detach() >= 0).float() == target)
+        if bool(valid.all()):
+            break
+        gradient, = torch.autograd.grad(loss.sum(), latents)
+        # a fixed-length step along the gradient, only for samples not yet valid: a valid
+        # sample keeps its smallest change
+        per_sample = (-1, *[1] * (latents.ndim - 1))
+        norm = gradient.flatten(1).norm(dim=1).clamp_min(1e-12).view(per_sample)
+        step = gradient / norm * math.sqrt(latents[0].numel())
+        latents = latents.detach() - config.finish_learning_rate * step * (~valid).float().view(per_sample)
+    latents = latents.detach()
+    with torch.no_grad():
+        counterfactuals = edit(latents)
+        probability_after = torch.sigmoid(model(counterfactuals)[:, index])
+    model.train(was_training)
+    return CounterfactualResult(
+        images=counterfactuals, originals=images, attribute=attribute, target=target.long(),
+        probability_before=probability_before, probability_after=probability_after,
+        valid=(probability_after >= 0.5).float() == target,
+        cost=recourse_cost(images, counterfactuals),
+        seeds=seeds, config=config, seconds=time.perf_counter() - started,
+    )
+
+
+def _resize(images: torch.Tensor, resolution: int) -> torch.Tensor:
+    if images.shape[-1] == resolution:
+        return images
+    return F.interpolate(images, size=resolution, mode="bilinear", align_corners=False)

@@ -1,0 +1,118 @@
+"""Judging the generator: FR, oracle FR, MNAC, proximity, oracle-feature FD and time.
+
+Follows the CelebA protocol of DiME / ACE as fixed in ``shared/docs/metrics.md``: the
+counterfactuals are guided by the full-precision classifier and judged by the oracle,
+which no counterfactual was optimised against.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import asdict, dataclass
+from typing import Callable
+
+import numpy as np
+import torch
+from torch import nn
+
+from recourse.counterfactual import CounterfactualConfig, FaceGenerator, attribute_index, generate
+from recourse.evaluation import predict_logits, to_float_images
+from recourse.metrics import (
+    decisions, flip_rate, frechet_distance, mean_number_of_attributes_changed, recourse_cost,
+)
+
+QUALITY_ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
+
+
+@dataclass(frozen=True)
+class AttributeQuality:
+    """Quality of the counterfactuals for one attribute (percentages in %, costs in [0, 1] units)."""
+
+    attribute: str
+    n: int
+    flip_rate: float
+    oracle_flip_rate: float
+    mnac: float
+    proximity: float
+    oracle_fd: float
+    median_seconds: float  # per counterfactual, batch size 1
+    to_target_1: int  # how many tasks asked to switch the attribute on
+
+
+@dataclass(frozen=True)
+class QualityReport:
+    results: tuple[AttributeQuality, ...]
+    settings: CounterfactualConfig
+    n_reference: int  # real images the FD compares against
+
+    def to_dict(self) -> dict:
+        return {"settings": asdict(self.settings), "n_reference_images": self.n_reference,
+                "attributes": [asdict(r) for r in self.results]}
+
+
+@torch.no_grad()
+def oracle_features(oracle: nn.Module, images: torch.Tensor, batch_size: int = 256) -> torch.Tensor:
+    return torch.cat([oracle.embed(images[i:i + batch_size]) for i in range(0, len(images), batch_size)])
+
+
+def median_seconds_per_counterfactual(
+    images: torch.Tensor, classifier: nn.Module, attribute: str, targets: torch.Tensor,
+    generator: FaceGenerator, config: CounterfactualConfig,
+) -> float:
+    """Median wall-clock of ``generate`` at batch size 1."""
+    seconds = []
+    for i in range(len(images)):
+        started = time.perf_counter()
+        generate(images[i:i + 1], classifier, attribute, targets[i:i + 1], generator, config, seeds=(config.seed + i,))
+        seconds.append(time.perf_counter() - started)
+    return statistics.median(seconds)
+
+
+def evaluate_counterfactual_quality(
+    images: np.ndarray,
+    reference_images: np.ndarray,
+    classifier: nn.Module,
+    oracle: nn.Module,
+    generator: FaceGenerator,
+    attributes: tuple[str, ...] = QUALITY_ATTRIBUTES,
+    config: CounterfactualConfig = CounterfactualConfig(),
+    batch_size: int = 32,
+    timing_samples: int = 10,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> QualityReport:
+    """Counterfactuals of ``uint8 (N, 3, H, W)`` images flipping each attribute's decision."""
+    classifier.eval()
+    oracle.eval()
+    x = to_float_images(images)
+    reference_features = oracle_features(oracle, to_float_images(reference_images))
+    classifier_before = decisions(predict_logits(classifier, images))
+    oracle_before = decisions(predict_logits(oracle, images))
+    results = []
+    for attribute in attributes:
+        index = attribute_index(attribute)
+        targets = 1 - classifier_before[:, index]
+        counterfactuals = []
+        for start in range(0, len(x), batch_size):
+            stop = min(start + batch_size, len(x))
+            result = generate(x[start:stop], classifier, attribute, targets[start:stop], generator, config,
+                              seeds=tuple(range(config.seed + start, config.seed + stop)))
+            counterfactuals.append(result.images)
+            if progress is not None:
+                progress(attribute, stop, len(x))
+        counterfactuals = torch.cat(counterfactuals)
+        with torch.no_grad():
+            classifier_after = decisions(classifier(counterfactuals))
+            oracle_after = decisions(oracle(counterfactuals))
+        results.append(AttributeQuality(
+            attribute=attribute, n=len(x),
+            flip_rate=round(flip_rate(classifier_after[:, index], targets), 2),
+            oracle_flip_rate=round(flip_rate(oracle_after[:, index], targets), 2),
+            mnac=round(mean_number_of_attributes_changed(oracle_before, oracle_after, index), 3),
+            proximity=round(float(recourse_cost(x, counterfactuals).mean()), 5),
+            oracle_fd=round(frechet_distance(oracle_features(oracle, counterfactuals), reference_features), 3),
+            median_seconds=round(median_seconds_per_counterfactual(
+                x[:timing_samples], classifier, attribute, targets[:timing_samples], generator, config), 3),
+            to_target_1=int(targets.sum()),
+        ))
+    return QualityReport(tuple(results), config, len(reference_images))
