@@ -102,7 +102,7 @@ class LatentDenoiser(ModelMixin, ConfigMixin):
     """Predicts the noise ``ε`` of latents ``(B, K)`` at integer timesteps ``(B,)``."""
 
     @register_to_config
-    def __init__(self, latent_dim: int = 512, width: int = 768, depth: int = 3, time_dim: int = 128) -> None:
+    def __init__(self, latent_dim: int = 512, width: int = 512, depth: int = 3, time_dim: int = 128) -> None:
         super().__init__()
         self.time_mlp = nn.Sequential(nn.Linear(time_dim, width), nn.SiLU(), nn.Linear(width, width), nn.SiLU())
         self.input = nn.Linear(latent_dim, width)

@@ -26,7 +26,7 @@ from recourse.evaluation import to_float_images
 @dataclass(frozen=True)
 class GeneratorTrainConfig:
     latent_dim: int = 512
-    width: int = 768
+    width: int = 512
     depth: int = 3
     steps: int = 8000
     batch_size: int = 256

@@ -60,3 +60,35 @@ def test_train_classifier_cli_writes_a_documented_checkpoint(hq_folder, tmp_path
 def test_errors_are_one_clear_line(args, message, capsys):
     assert main(args) == 2
     assert message in capsys.readouterr().err
+
+
+def test_counterfactual_command_writes_three_panels(tmp_path, capsys):
+    import numpy as np
+    from PIL import Image
+
+    from recourse.counterfactual import LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
+
+    torch.manual_seed(0)
+    faces = (np.random.default_rng(0).random((20, 3, 16, 16)) * 255).astype(np.uint8)
+    LatentFaceGenerator(fit_pca_autoencoder(faces, 4), LatentDenoiser(4, 8, 1), default_scheduler()).save_pretrained(tmp_path / "gen")
+    save_classifier(AttributeClassifier(ClassifierConfig(widths=(4,), resolution=16)), tmp_path / "clf", {})
+    Image.fromarray(faces[0].transpose(1, 2, 0)).save(tmp_path / "face.png")
+    code = main(["counterfactual", str(tmp_path / "face.png"), "--attribute", "Smiling", "--out", str(tmp_path / "cf.png"),
+                 "--checkpoint", str(tmp_path / "clf"), "--generator", str(tmp_path / "gen"), "--no-align", "--steps", "4"])
+    assert code == 0
+    assert Image.open(tmp_path / "cf.png").size == (3 * 16 * 4 + 8, 16 * 4)
+    assert "Smiling: p =" in capsys.readouterr().out
+
+
+def test_counterfactual_command_rejects_unknown_attribute_and_faceless_photo(tmp_path, capsys):
+    from PIL import Image
+
+    Image.new("RGB", (200, 200), (128, 128, 128)).save(tmp_path / "wall.png")
+    assert main(["counterfactual", str(tmp_path / "wall.png"), "--attribute", "Smile", "--out", str(tmp_path / "x.png")]) == 2
+    assert "unknown attribute 'Smile'" in capsys.readouterr().err
+    save_classifier(AttributeClassifier(ClassifierConfig(widths=(4,), resolution=16)), tmp_path / "clf", {})
+    code = main(["counterfactual", str(tmp_path / "wall.png"), "--attribute", "Smiling", "--out", str(tmp_path / "x.png"),
+                 "--checkpoint", str(tmp_path / "clf")])
+    assert code == 2
+    assert "no face found" in capsys.readouterr().err
+    assert not (tmp_path / "x.png").exists()
