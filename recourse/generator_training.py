@@ -28,7 +28,7 @@ class GeneratorTrainConfig:
     latent_dim: int = 512
     width: int = 512
     depth: int = 3
-    steps: int = 8000
+    steps: int = 12000
     batch_size: int = 256
     learning_rate: float = 1e-3
     seed: int = 0
