@@ -163,10 +163,11 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(output, indent=2) + "\n")
-    print(f"{'attribute':12s} {'FR %':>6s} {'oracle FR %':>11s} {'MNAC':>6s} {'proximity':>9s} {'oracle FD':>9s} {'s/CF':>6s}")
+    print(f"{'attribute':12s} {'FR %':>6s} {'oracle FR %':>11s} {'(to 1 / to 0)':>15s} {'MNAC':>6s} {'proximity':>9s} "
+          f"{'oracle FD':>9s} {'s/CF':>6s}")
     for r in report.results:
-        print(f"{r.attribute:12s} {r.flip_rate:6.1f} {r.oracle_flip_rate:11.1f} {r.mnac:6.2f} {r.proximity:9.4f} "
-              f"{r.oracle_fd:9.2f} {r.median_seconds:6.3f}")
+        print(f"{r.attribute:12s} {r.flip_rate:6.1f} {r.oracle_flip_rate:11.1f} {r.oracle_flip_rate_to_1:7.1f} / "
+              f"{r.oracle_flip_rate_to_0:5.1f} {r.mnac:6.2f} {r.proximity:9.4f} {r.oracle_fd:9.2f} {r.median_seconds:6.3f}")
     print(f"({len(subset)} images of split {args.split}; {time.time() - started:.0f} s)")
     return 0
 

@@ -15,10 +15,14 @@ Guidance follows DiME (Jeanneret et al., 2022) in spirit:
 1. encode ``x`` and noise it to an intermediate step ``t0`` (seeded per sample);
 2. at each DDIM step, predict the clean latent, decode it as an *edit* of the real image
    (``x̂ = x + D(ẑ0) − D(z0)``: what the generator cannot represent is kept), and move the
-   noise prediction along the gradient of the guiding model's loss for the target decision
-   plus an L1 proximity term;
-3. if the result is not yet valid for the guiding model, a few more gradient steps on the
-   clean latent finish it, stopping per sample as soon as it is valid.
+   noise prediction along the gradient of the guiding model's loss: a hinge pushing the
+   attribute's logit past ``margin`` towards the target, a term keeping the model's other
+   39 probabilities where they were, and an L1 proximity term;
+3. samples not yet past the margin get fixed-length gradient steps on the clean latent,
+   each stopping as soon as it is past (so the change stays small).
+
+Only the guiding model's outputs and gradients are used, so any ``nn.Module`` returning 40
+logits can guide, a fake-quantized twin included.
 """
 
 from __future__ import annotations
@@ -223,12 +227,13 @@ class CounterfactualConfig:
     """Settings of one guided generation; saved with every result."""
 
     steps: int = 20  # DDIM steps over the full schedule
-    noise_level: float = 0.4  # fraction of the schedule the image is noised to (t0 / T)
-    guidance_scale: float = 4.0  # strength of the classifier gradient in the noise prediction
+    noise_level: float = 0.1  # fraction of the schedule the image is noised to (t0 / T)
+    guidance_scale: float = 40.0  # strength of the classifier gradient in the noise prediction
     proximity_weight: float = 5.0  # weight of the L1 distance to the input in the guided loss
-    finish_steps: int = 20  # extra gradient steps on the latent if not yet valid
+    finish_steps: int = 60  # extra gradient steps on the latent for samples not yet past the margin
     finish_learning_rate: float = 0.05
-    margin: float = 1.0  # guide until the target logit is past the boundary by this much
+    margin: float = 3.0  # guide until the target logit is past the boundary by this much
+    preserve_weight: float = 20.0  # weight of keeping the other 39 attributes' probabilities
     seed: int = 0
 
     def __post_init__(self) -> None:
@@ -326,17 +331,25 @@ def generate(
     model.eval()
     sign = 2 * target - 1  # +1 pushes the logit up, -1 down
 
-    def guided_loss(candidate: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
-        logits = model(candidate)[:, index]
-        # hinge on the signed logit: stop pushing once past the margin (the smallest change)
-        decision_loss = F.softplus(config.margin - sign * logits)
-        proximity = (candidate - images).abs().flatten(1).mean(dim=1)
-        return decision_loss + config.proximity_weight * proximity, logits
-
     with torch.no_grad():
-        probability_before = torch.sigmoid(model(images)[:, index])
+        all_before = torch.sigmoid(model(images))
+        probability_before = all_before[:, index]
         z0 = generator.encode(images)
         reconstruction = generator.decode(z0)
+    others = torch.ones(40, dtype=torch.bool)
+    others[index] = False
+
+    def guided_loss(candidate: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        all_logits = model(candidate)
+        logits = all_logits[:, index]
+        # hinge on the signed logit: stop pushing once past the margin (the smallest change)
+        decision_loss = F.softplus(config.margin - sign * logits)
+        # keep the guiding model's view of the other 39 attributes where it was
+        preserve = F.binary_cross_entropy_with_logits(
+            all_logits[:, others], all_before[:, others], reduction="none").mean(dim=1)
+        proximity = (candidate - images).abs().flatten(1).mean(dim=1)
+        loss = decision_loss + config.preserve_weight * preserve + config.proximity_weight * proximity
+        return loss, logits
 
     def edit(latents: torch.Tensor) -> torch.Tensor:
         edited = images + _resize(generator.decode(latents) - reconstruction, images.shape[-1])
@@ -361,23 +374,23 @@ def generate(
         gradient, = torch.autograd.grad(loss.sum(), latents)
         guided = noise_prediction.detach() + config.guidance_scale * (1 - alpha).sqrt() * gradient
         latents = scheduler.step(guided, t, latents.detach()).prev_sample
-    # (3) finish the samples that are not valid yet
+    # (3) finish the samples that are not yet past the margin
     latents = latents.detach()
     with torch.no_grad():
-        valid = (model(edit(latents))[:, index] >= 0).float() == target
-    for _ in range(config.finish_steps if not bool(valid.all()) else 0):
+        done = sign * model(edit(latents))[:, index] >= config.margin
+    for _ in range(config.finish_steps if not bool(done.all()) else 0):
         latents = latents.detach().requires_grad_(True)
         loss, logits = guided_loss(edit(latents))
-        valid = valid | ((logits.detach() >= 0).float() == target)
-        if bool(valid.all()):
+        done = done | (sign * logits.detach() >= config.margin)
+        if bool(done.all()):
             break
         gradient, = torch.autograd.grad(loss.sum(), latents)
-        # a fixed-length step along the gradient, only for samples not yet valid: a valid
-        # sample keeps its smallest change
+        # a fixed-length step along the gradient, only for samples not yet done: the others
+        # keep their smallest change
         per_sample = (-1, *[1] * (latents.ndim - 1))
         norm = gradient.flatten(1).norm(dim=1).clamp_min(1e-12).view(per_sample)
         step = gradient / norm * math.sqrt(latents[0].numel())
-        latents = latents.detach() - config.finish_learning_rate * step * (~valid).float().view(per_sample)
+        latents = latents.detach() - config.finish_learning_rate * step * (~done).float().view(per_sample)
     latents = latents.detach()
     with torch.no_grad():
         counterfactuals = edit(latents)

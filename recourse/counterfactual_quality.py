@@ -38,6 +38,8 @@ class AttributeQuality:
     oracle_fd: float
     median_seconds: float  # per counterfactual, batch size 1
     to_target_1: int  # how many tasks asked to switch the attribute on
+    oracle_flip_rate_to_1: float  # oracle FR of the tasks switching the attribute on
+    oracle_flip_rate_to_0: float  # … and of those switching it off
 
 
 @dataclass(frozen=True)
@@ -114,5 +116,7 @@ def evaluate_counterfactual_quality(
             median_seconds=round(median_seconds_per_counterfactual(
                 x[:timing_samples], classifier, attribute, targets[:timing_samples], generator, config), 3),
             to_target_1=int(targets.sum()),
+            oracle_flip_rate_to_1=round(flip_rate(oracle_after[targets == 1, index], targets[targets == 1]), 2),
+            oracle_flip_rate_to_0=round(flip_rate(oracle_after[targets == 0, index], targets[targets == 0]), 2),
         ))
     return QualityReport(tuple(results), config, len(reference_images))
