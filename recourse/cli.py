@@ -197,7 +197,7 @@ def command_counterfactual(args: argparse.Namespace) -> int:
     with torch.no_grad():
         before = torch.sigmoid(model(x))[0, attribute_index(args.attribute)].item()
     target = args.target if args.target is not None else int(before < 0.5)
-    result = generate(x, model, args.attribute, target, generator, _counterfactual_config(args))
+    result = generate(x, model, args.attribute, target, _counterfactual_config(args), generator)
     side_by_side(result.originals[0], result.images[0]).save(args.out)
     print(f"{args.attribute}: p = {before:.3f} → {result.probability_after.item():.3f} (target {target}, "
           f"{'valid' if result.valid.item() else 'NOT valid'}), cost {result.cost.item():.4f}, "

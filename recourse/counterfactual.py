@@ -28,6 +28,7 @@ logits can guide, a fake-quantized twin included.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import math
 import time
@@ -202,6 +203,18 @@ class PixelFaceGenerator:
         return self.unet(latents, timestep).sample
 
 
+DEFAULT_GENERATOR = Path(__file__).resolve().parents[1] / "checkpoints" / "generator"
+
+
+@functools.lru_cache(maxsize=1)
+def default_generator() -> LatentFaceGenerator | PixelFaceGenerator:
+    """The committed generator, loaded once and shared (read-only) by every caller."""
+    if not (DEFAULT_GENERATOR / GENERATOR_FILE).is_file():
+        raise FileNotFoundError(f"{DEFAULT_GENERATOR}: the committed generator is missing; "
+                                "train one with python -m recourse train-generator")
+    return load_generator(DEFAULT_GENERATOR)
+
+
 def load_generator(source: str | Path) -> LatentFaceGenerator | PixelFaceGenerator:
     """Load the project's generator folder, or any diffusers pipeline (local folder or hub id)
     that has a ``unet`` and a ``scheduler``; its scheduler is converted to DDIM."""
@@ -309,17 +322,19 @@ def generate(
     model: nn.Module,
     attribute: str,
     target: int | torch.Tensor,
-    generator: FaceGenerator,
     config: CounterfactualConfig = CounterfactualConfig(),
+    generator: FaceGenerator | None = None,
     seeds: tuple[int, ...] | None = None,
 ) -> CounterfactualResult:
     """Counterfactuals of ``images`` (``(B, 3, H, W)`` in [0, 1]) that ``model`` decides as
     ``target`` on ``attribute``. ``model`` is any module returning 40 logits; it is only read.
 
-    Each sample's noise comes from ``seeds[i]`` (default ``config.seed + i``), so the same
-    task gives the same counterfactual for any guiding model, batch or order.
+    ``generator`` defaults to the committed one (loaded once). Each sample's noise comes
+    from ``seeds[i]`` (default ``config.seed + i``), so the same task gives the same
+    counterfactual for any guiding model, batch or order.
     """
     index = attribute_index(attribute)
+    generator = generator if generator is not None else default_generator()
     _check_images(images)
     batch = len(images)
     target = _targets(target, batch)

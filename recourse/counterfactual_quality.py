@@ -66,7 +66,7 @@ def median_seconds_per_counterfactual(
     seconds = []
     for i in range(len(images)):
         started = time.perf_counter()
-        generate(images[i:i + 1], classifier, attribute, targets[i:i + 1], generator, config, seeds=(config.seed + i,))
+        generate(images[i:i + 1], classifier, attribute, targets[i:i + 1], config, generator, seeds=(config.seed + i,))
         seconds.append(time.perf_counter() - started)
     return statistics.median(seconds)
 
@@ -97,7 +97,7 @@ def evaluate_counterfactual_quality(
         counterfactuals = []
         for start in range(0, len(x), batch_size):
             stop = min(start + batch_size, len(x))
-            result = generate(x[start:stop], classifier, attribute, targets[start:stop], generator, config,
+            result = generate(x[start:stop], classifier, attribute, targets[start:stop], config, generator,
                               seeds=tuple(range(config.seed + start, config.seed + stop)))
             counterfactuals.append(result.images)
             if progress is not None:

@@ -59,6 +59,7 @@ class AlignedFace:
 
 def load_photo(source: str | os.PathLike | bytes | Image.Image) -> Image.Image:
     """Open a photo as upright 8-bit RGB, whatever its mode, EXIF orientation or bit depth."""
+    name = str(source) if isinstance(source, (str, os.PathLike)) else "upload"
     if isinstance(source, Image.Image):
         image = source
     else:
@@ -84,7 +85,8 @@ def load_photo(source: str | os.PathLike | bytes | Image.Image) -> Image.Image:
         except FaceAlignmentError:
             raise
         except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning, Image.DecompressionBombError) as error:
-            raise FaceAlignmentError(f"not a readable image ({type(error).__name__}: {error})") from None
+            reason = "unrecognised or corrupt image data" if isinstance(error, Image.UnidentifiedImageError) else str(error)
+            raise FaceAlignmentError(f"{name}: not a readable image ({reason})") from None
     if image.width * image.height > MAX_PIXELS:
         raise FaceAlignmentError(f"image of {image.width}×{image.height} pixels is larger than the {MAX_PIXELS:,}-pixel limit")
     image = ImageOps.exif_transpose(image)

@@ -36,7 +36,7 @@ def dark_images() -> torch.Tensor:
 
 
 def test_guidance_moves_the_guided_probability_to_the_target(tiny_generator, dark_images):
-    result = generate(dark_images, BrightnessModel(), "Smiling", 1, tiny_generator, FAST)
+    result = generate(dark_images, BrightnessModel(), "Smiling", 1, FAST, tiny_generator)
     assert bool((result.probability_before < 0.5).all())
     assert bool((result.probability_after > result.probability_before).all())
     assert bool(result.valid.all()), result.probability_after
@@ -47,19 +47,19 @@ def test_guidance_moves_the_guided_probability_to_the_target(tiny_generator, dar
 
 def test_same_seed_same_counterfactual_and_batching_does_not_matter(tiny_generator, dark_images):
     model = AttributeClassifier(ClassifierConfig(widths=(4, 8))).eval()
-    first = generate(dark_images, model, "Young", 0, tiny_generator, FAST)
-    second = generate(dark_images, model, "Young", 0, tiny_generator, FAST)
+    first = generate(dark_images, model, "Young", 0, FAST, tiny_generator)
+    second = generate(dark_images, model, "Young", 0, FAST, tiny_generator)
     torch.testing.assert_close(first.images, second.images, rtol=0, atol=0)
-    alone = generate(dark_images[1:2], model, "Young", 0, tiny_generator, FAST, seeds=(FAST.seed + 1,))
+    alone = generate(dark_images[1:2], model, "Young", 0, FAST, tiny_generator, seeds=(FAST.seed + 1,))
     torch.testing.assert_close(alone.images[0], first.images[1], rtol=1e-4, atol=1e-5)
-    other_seed = generate(dark_images, model, "Young", 0, tiny_generator, CounterfactualConfig(**{**FAST.__dict__, "seed": 7}))
+    other_seed = generate(dark_images, model, "Young", 0, CounterfactualConfig(**{**FAST.__dict__, "seed": 7}), tiny_generator)
     assert not torch.equal(other_seed.images, first.images)
 
 
 def test_a_valid_input_is_left_nearly_unchanged_by_the_finish_phase(tiny_generator):
     bright = torch.full((1, 3, 16, 16), 0.9)
-    result = generate(bright, BrightnessModel(), "Smiling", 1, tiny_generator,
-                      CounterfactualConfig(steps=10, noise_level=0.1, finish_steps=5))
+    result = generate(bright, BrightnessModel(), "Smiling", 1,
+                      CounterfactualConfig(steps=10, noise_level=0.1, finish_steps=5), tiny_generator)
     assert bool(result.valid.all())
 
 
@@ -73,7 +73,7 @@ def test_pixel_space_diffusers_pipeline_loads_and_guides(tmp_path, dark_images):
     DDPMPipeline(unet=unet, scheduler=DDPMScheduler(num_train_timesteps=1000)).save_pretrained(tmp_path / "ddpm")
     generator = load_generator(tmp_path / "ddpm")
     assert isinstance(generator, PixelFaceGenerator) and generator.resolution == 16
-    result = generate(dark_images, BrightnessModel(), "Male", 1, generator, CounterfactualConfig(steps=4, finish_steps=10))
+    result = generate(dark_images, BrightnessModel(), "Male", 1, CounterfactualConfig(steps=4, finish_steps=10), generator)
     assert bool((result.probability_after > result.probability_before).all())
 
 
@@ -85,6 +85,12 @@ def test_project_generator_round_trips(tmp_path, tiny_generator, dark_images):
     torch.testing.assert_close(loaded.autoencoder.components, tiny_generator.autoencoder.components, atol=1e-3, rtol=1e-3)
     latents = torch.randn(2, 8)
     torch.testing.assert_close(loaded.denoiser(latents, torch.tensor([5])), tiny_generator.denoiser(latents, torch.tensor([5])))
+
+
+def test_committed_generator_is_the_default(dark_images):
+    result = generate(dark_images[:1].clone().resize_(1, 3, 64, 64).uniform_(0, 1), BrightnessModel(), "Smiling", 1,
+                      CounterfactualConfig(steps=4, finish_steps=2))
+    assert result.images.shape == (1, 3, 64, 64)
 
 
 def test_not_a_generator_folder_is_rejected(tmp_path):
