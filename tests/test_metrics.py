@@ -4,7 +4,9 @@ import pytest
 import torch
 
 from recourse.metrics import (
-    decisions, flip_rate, frechet_distance, mean_number_of_attributes_changed, recourse_cost,
+    agreement, both_valid, decisions, direction_cosines, directional_similarity, flip_rate, frechet_distance,
+    image_recourse, mean_accuracy, mean_number_of_attributes_changed, overhead, recourse_cost, recourse_gap,
+    success_rate, validity, validity_drop,
 )
 
 
@@ -40,3 +42,90 @@ def test_frechet_distance_by_hand():
     assert frechet_distance(a, a + torch.tensor([3.0, 4.0])) == pytest.approx(25.0)
     # scaling by 2: cov_b = 4 cov_a, so Tr(ca + 4ca − 2·2ca) = Tr(ca); here Tr(ca) = 2·(4/3)
     assert frechet_distance(a - 1, 2 * (a - 1)) == pytest.approx(8 / 3)
+
+
+# --- recourse under compression --------------------------------------------------------
+
+T, F = True, False
+
+
+def test_accuracy_and_agreement_by_hand():
+    labels = torch.tensor([[1, 0], [1, 1], [0, 0], [1, 0]])
+    predicted = torch.tensor([[1, 0], [0, 1], [0, 1], [1, 1]])
+    assert mean_accuracy(predicted, labels) == pytest.approx((75.0 + 50.0) / 2)
+    assert agreement(labels, predicted) == pytest.approx(100 * 5 / 8)
+
+
+def test_validity_drop_by_hand():
+    teacher_valid = torch.tensor([T, T, T, F, T])
+    student_accepts = torch.tensor([T, F, T, F, F])  # rejects tasks 1 and 4 of S = {0, 1, 2, 4}
+    assert validity_drop(teacher_valid, student_accepts) == (50.0, 4)
+    assert validity(torch.tensor([1, 0, 1]), torch.tensor([1, 1, 1])).tolist() == [T, F, T]
+
+
+def test_validity_drop_with_empty_s_is_nan():
+    value, size = validity_drop(torch.tensor([F, F]), torch.tensor([T, T]))
+    assert math.isnan(value) and size == 0
+
+
+def test_recourse_gap_by_hand():
+    teacher_cost = torch.tensor([0.10, 0.20, 0.50, 0.30])
+    student_cost = torch.tensor([0.15, 0.10, 9.00, 0.30])
+    mask = both_valid(torch.tensor([T, T, F, T]), torch.tensor([T, T, T, T]))  # task 2 is outside B
+    # mean_B |c_g − c_f| = (0.05 + 0.10 + 0) / 3; mean_B c_f = 0.6 / 3  →  0.15 / 0.6
+    assert recourse_gap(teacher_cost, student_cost, mask) == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("teacher, student, expected", [
+    ([0.0, 0.0], [0.0, 0.0], 0.0),  # zero cost on both sides: no gap
+    ([0.0, 0.0], [0.1, 0.0], math.inf),  # only the student pays
+])
+def test_recourse_gap_with_zero_teacher_cost(teacher, student, expected):
+    assert recourse_gap(torch.tensor(teacher), torch.tensor(student), torch.tensor([T, T])) == expected
+
+
+def test_recourse_gap_and_dirsim_with_empty_b_are_nan():
+    empty = torch.tensor([F, F])
+    assert math.isnan(recourse_gap(torch.ones(2), torch.ones(2), empty))
+    assert math.isnan(directional_similarity(torch.ones(2, 3), torch.ones(2, 3), empty))
+
+
+def test_directional_similarity_by_hand():
+    teacher = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0], [3.0, 0.0]])
+    student = torch.tensor([[2.0, 0.0], [-1.0, -1.0], [1.0, 0.0], [0.0, 0.0]])
+    assert direction_cosines(teacher, student).tolist() == pytest.approx([1.0, -1.0, 0.0, 0.0])
+    mask = torch.tensor([T, T, T, F])
+    assert directional_similarity(teacher, student, mask) == pytest.approx(0.0)
+    assert directional_similarity(teacher, student, torch.tensor([T, F, F, F])) == pytest.approx(100.0)
+
+
+def test_success_rate_and_overhead_by_hand():
+    assert success_rate(torch.tensor([T, F, T, T])) == 75.0
+    assert math.isnan(success_rate(torch.tensor([], dtype=torch.bool)))
+    assert overhead(100.0, 50.0, 0.0) == pytest.approx(1.5)
+    assert overhead(100.0, 10.0, 10.0) == 1.0
+
+
+def test_image_recourse_by_hand():
+    original = torch.zeros(3, 2, 2)
+    teacher = original.clone()
+    teacher[0] = 0.4  # cost 4·0.4 / 12 = 0.1333…
+    student = original.clone()
+    student[0] = 0.2
+    student[1, 0, 0] = 0.2
+    values = image_recourse(original, teacher, student, True, False, True)
+    assert values.teacher_cost == pytest.approx(0.4 / 3) and values.student_cost == pytest.approx(1.0 / 12)
+    assert values.crg == pytest.approx(abs(1.0 / 12 - 0.4 / 3) / (0.4 / 3))
+    # δ_f = 0.4 on 4 values; δ_g = 0.2 on those 4 and 0.2 on one more: cos = 0.32 / (0.8 · √0.2)
+    assert values.dirsim == pytest.approx(100 * 0.32 / (0.8 * math.sqrt(0.2)))
+    assert values.reason == "" and values.student_accepts_teacher is False
+
+
+@pytest.mark.parametrize("teacher_valid, student_valid, reason", [
+    (False, True, "full-precision model's recourse is not valid"),
+    (True, False, "compressed model's recourse is not valid"),
+])
+def test_image_recourse_explains_undefined_values(teacher_valid, student_valid, reason):
+    image = torch.zeros(3, 2, 2)
+    values = image_recourse(image, image + 0.1, image + 0.2, teacher_valid, False, student_valid)
+    assert values.crg is None and values.dirsim is None and reason in values.reason
