@@ -35,14 +35,21 @@ PRESETS: dict[str, tuple[ClassifierConfig, TrainConfig]] = {
 
 
 def _progress_bar(description: str):
-    bar = tqdm(desc=description, unit="img", mininterval=2)
+    """A ``progress(done, total)`` callback whose bar appears only once work starts."""
+    bars: list[tqdm] = []
 
     def update(done: int, total: int) -> None:
-        bar.total = total
-        bar.n = done
-        bar.refresh() if done == total else None
+        if not bars:
+            bars.append(tqdm(desc=description, total=total, unit="img", mininterval=2))
+        bars[0].update(done - bars[0].n)
+        if done == total:
+            bars[0].close()
 
     return update
+
+
+def _command_line(args: argparse.Namespace) -> str:
+    return "python -m recourse " + " ".join(shlex.quote(a) for a in args.argv)
 
 
 def load_images(data: Path, split: str, resolution: int, cache_dir: Path | None):
@@ -60,7 +67,8 @@ def load_images(data: Path, split: str, resolution: int, cache_dir: Path | None)
 
 
 def command_train_classifier(args: argparse.Namespace) -> int:
-    torch.set_num_threads(args.threads) if args.threads else None
+    if args.threads:
+        torch.set_num_threads(args.threads)
     model_config, train_config = PRESETS[args.preset]
     overrides = {k: v for k, v in (("epochs", args.epochs), ("seed", args.seed)) if v is not None}
     train_config = replace(train_config, **overrides)
@@ -71,7 +79,7 @@ def command_train_classifier(args: argparse.Namespace) -> int:
     val = load_images(Path(args.data), "val", model_config.resolution, cache)
     from recourse.training import train_classifier
 
-    command = "python -m recourse " + " ".join(shlex.quote(a) for a in args.argv)
+    command = _command_line(args)
     result = train_classifier(train, val, out, model_config, train_config, state, metadata={
         "role": args.preset, "training_command": command, "recourse_version": __version__,
         "data_split": {"train": "CelebA-HQ ids 0-23999", "val": "24000-26999", "test": "27000-29999"},
@@ -122,7 +130,7 @@ def command_train_generator(args: argparse.Namespace) -> int:
     cache = None if args.no_cache else Path(args.cache_dir)
     train = load_images(Path(args.data), "train", args.resolution, cache)
     val = load_images(Path(args.data), "val", args.resolution, cache)
-    command = "python -m recourse " + " ".join(shlex.quote(a) for a in args.argv)
+    command = _command_line(args)
     result = train_generator(train.images, val.images, args.out, config, Path(args.state_dir), metadata={
         "training_command": command, "recourse_version": __version__, "data_split": "CelebA-HQ train ids 0-23999"})
     print(f"denoiser loss {result.final_loss:.4f}; basis reconstruction error on val {result.reconstruction_error:.4f}; "
@@ -150,14 +158,16 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     bars = {}
 
     def progress(attribute: str, done: int, total: int) -> None:
-        bar = bars.setdefault(attribute, tqdm(total=total, desc=f"counterfactuals {attribute}", unit="img"))
-        bar.update(done - bar.n)
-        bar.close() if done == total else None
+        if attribute not in bars:
+            bars[attribute] = tqdm(total=total, desc=f"counterfactuals {attribute}", unit="img")
+        bars[attribute].update(done - bars[attribute].n)
+        if done == total:
+            bars[attribute].close()
 
     started = time.time()
     report = evaluate_counterfactual_quality(subset, images.images, classifier, oracle, generator,
                                              tuple(args.attributes), _counterfactual_config(args), progress=progress)
-    output = {"command": "python -m recourse " + " ".join(shlex.quote(a) for a in args.argv),
+    output = {"command": _command_line(args),
               "data": str(args.data), "split": args.split, "n": len(subset), "generator": str(args.generator),
               "seconds": round(time.time() - started, 1), "threads": torch.get_num_threads(), **report.to_dict()}
     if args.json:
