@@ -1,3 +1,5 @@
+import json
+
 import numpy as np
 import pytest
 import torch
@@ -43,6 +45,9 @@ def test_guidance_moves_the_guided_probability_to_the_target(tiny_generator, dar
     assert result.images.shape == dark_images.shape
     assert float(result.images.min()) >= 0 and float(result.images.max()) <= 1
     torch.testing.assert_close(result.cost, (result.images - dark_images).abs().flatten(1).mean(1))
+    record = json.loads(json.dumps(result.to_dict()))
+    assert record["seeds"] == [FAST.seed, FAST.seed + 1, FAST.seed + 2] and record["settings"]["steps"] == 10
+    assert record["valid"] == [True, True, True] and record["target"] == [1, 1, 1]
 
 
 def test_same_seed_same_counterfactual_and_batching_does_not_matter(tiny_generator, dark_images):
