@@ -223,7 +223,10 @@ def load_generator(source: str | Path) -> LatentFaceGenerator | PixelFaceGenerat
         return LatentFaceGenerator.from_pretrained(path)
     if path.exists() and not (path / "model_index.json").is_file():
         raise ValueError(f"{path}: neither a {GENERATOR_FILE} generator nor a diffusers pipeline (no model_index.json)")
-    pipeline = DiffusionPipeline.from_pretrained(str(source))
+    try:
+        pipeline = DiffusionPipeline.from_pretrained(str(source))
+    except OSError as error:  # not cached and no network, or not a pipeline
+        raise ValueError(f"{source}: cannot load this diffusers pipeline ({str(error).splitlines()[0][:300]})") from None
     unet = getattr(pipeline, "unet", None)
     if unet is None or getattr(unet.config, "in_channels", None) != 3:
         raise ValueError(f"{source}: expected a pixel-space pipeline with a 3-channel 'unet'")

@@ -103,6 +103,12 @@ def test_not_a_generator_folder_is_rejected(tmp_path):
         load_generator(tmp_path)
 
 
+def test_uncached_hub_id_offline_is_a_clear_error(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ValueError, match="cannot load this diffusers pipeline"):
+        load_generator("nobody/not-a-cached-pipeline")
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"attribute": "Smile"}, "unknown attribute 'Smile'"),
     ({"target": 2}, "target must be 0 or 1"),
