@@ -1,0 +1,65 @@
+import pytest
+import torch
+
+from recourse.classifier import AttributeClassifier, ClassifierConfig
+from recourse.quantization import PTQInt4Config, PTQInt8Config, quantize
+
+
+@pytest.fixture(scope="module")
+def model_and_images():
+    torch.manual_seed(0)
+    model = AttributeClassifier(ClassifierConfig(widths=(8, 16), dropout=0.0)).eval()
+    images = torch.rand(64, 3, 32, 32, generator=torch.Generator().manual_seed(1))
+    return model, images
+
+
+def test_full_precision_model_is_never_modified(model_and_images):
+    model, images = model_and_images
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    quantize(model, PTQInt8Config(calibration_images=32), images)
+    for key, value in model.state_dict().items():
+        torch.testing.assert_close(value, before[key], rtol=0, atol=0, msg=key)
+    assert not model.training
+
+
+def test_int8_integer_model_runs_quantized_kernels_and_matches_its_twin(model_and_images):
+    model, images = model_and_images
+    result = quantize(model, PTQInt8Config(calibration_images=32), images)
+    assert result.integer is not None and result.fastest is result.integer
+    assert any("quantized" in type(m).__module__ for m in result.integer.modules())
+    with torch.no_grad():
+        twin_logits, integer_logits, full_logits = result.twin(images), result.integer(images), model(images)
+    # same scales and zero points: the two differ only by rounding inside the kernels
+    assert (twin_logits - integer_logits).abs().max() < 0.1 * full_logits.abs().max()
+    assert ((twin_logits >= 0) == (integer_logits >= 0)).float().mean() > 0.95
+    assert result.bits_per_weight == 8.0 and result.seconds > 0
+
+
+def test_twin_is_differentiable(model_and_images):
+    model, images = model_and_images
+    twin = quantize(model, PTQInt4Config(calibration_images=32), images).twin
+    x = images[:2].clone().requires_grad_(True)
+    twin(x)[:, 31].sum().backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0
+
+
+def test_int4_weights_take_at_most_sixteen_values_per_channel(model_and_images):
+    model, images = model_and_images
+    result = quantize(model, PTQInt4Config(calibration_images=32), images)
+    assert result.integer is None and result.fastest is result.twin
+    fake_quantized = [m for m in result.twin.modules() if hasattr(m, "weight_fake_quant")]
+    assert fake_quantized
+    for module in fake_quantized:
+        weights = module.weight_fake_quant(module.weight.detach())
+        for channel in weights.flatten(1):
+            assert len(torch.unique(channel)) <= 16
+
+
+def test_bad_arguments_are_rejected(model_and_images):
+    model, images = model_and_images
+    with pytest.raises(ValueError, match="calibration_images must be >= 1"):
+        PTQInt8Config(calibration_images=0)
+    with pytest.raises(ValueError, match=r"\(N, 3, H, W\)"):
+        quantize(model, PTQInt8Config(), images[:, :1])
+    with pytest.raises(ValueError, match="unknown quantization config"):
+        quantize(model, "ptq-int8", images)
