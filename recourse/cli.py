@@ -22,6 +22,7 @@ from recourse.training import TrainConfig
 DEFAULT_CACHE = Path(".cache")
 CHECKPOINT_DIRS = {"classifier": Path("checkpoints/classifier"), "oracle": Path("checkpoints/oracle")}
 GENERATOR_DIR = Path("checkpoints/generator")
+VARIANTS_DIR = Path("checkpoints/variants")
 
 # The oracle differs from the audited classifier in width, activation, seed and augmentation,
 # so that a counterfactual tuned against one is not automatically accepted by the other.
@@ -215,6 +216,23 @@ def command_counterfactual(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_quantize(args: argparse.Namespace) -> int:
+    from recourse.evaluation import to_float_images
+    from recourse.quantization import CONFIGS, quantize, save_variant
+
+    model = load_classifier(args.checkpoint)
+    config = CONFIGS[args.method](calibration_images=args.calibration_images)
+    cache = None if args.no_cache else Path(args.cache_dir)
+    train = load_images(Path(args.data), "train", model.config.resolution, cache)
+    variant = quantize(model, config, to_float_images(train.images[: config.calibration_images]))
+    out = Path(args.out or VARIANTS_DIR / args.method)
+    save_variant(variant, model, out, {"command": _command_line(args), "base_checkpoint": str(args.checkpoint),
+                                       "calibration_split": "train", "recourse_version": __version__})
+    print(f"{args.method}: made in {variant.seconds:.1f} s from {config.calibration_images} training images; "
+          f"{variant.bits_per_weight:g} bits per weight; saved to {out}")
+    return 0
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m recourse", description=__doc__)
     parser.add_argument("--version", action="version", version=__version__)
@@ -249,6 +267,14 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--noise-level", type=float, help="fraction of the schedule to noise to (0-1]")
         sub.add_argument("--guidance-scale", type=float)
         sub.add_argument("--seed", type=int)
+
+    quantize = commands.add_parser("quantize", help="make one compressed variant of the classifier")
+    add_data_options(quantize)
+    quantize.add_argument("--method", required=True, choices=["ptq-int8", "ptq-int4"])
+    quantize.add_argument("--checkpoint", default=str(CHECKPOINT_DIRS["classifier"]), help="full-precision classifier")
+    quantize.add_argument("--calibration-images", type=int, default=512)
+    quantize.add_argument("--out", help="variant folder (default checkpoints/variants/<method>)")
+    quantize.set_defaults(run=command_quantize)
 
     train_generator = commands.add_parser("train-generator", help="train the latent diffusion face generator")
     add_data_options(train_generator)

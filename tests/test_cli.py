@@ -92,3 +92,14 @@ def test_counterfactual_command_rejects_unknown_attribute_and_faceless_photo(tmp
     assert code == 2
     assert "no face found" in capsys.readouterr().err
     assert not (tmp_path / "x.png").exists()
+
+
+def test_quantize_command_saves_a_loadable_variant(hq_folder, tiny_checkpoint, tmp_path):
+    from recourse.quantization import load_variant
+
+    root, _ = hq_folder
+    code = main(["quantize", "--method", "ptq-int8", "--data", str(root), "--checkpoint", str(tiny_checkpoint),
+                 "--calibration-images", "3", "--out", str(tmp_path / "variant"), "--no-cache"])
+    assert code == 0
+    variant = load_variant(tmp_path / "variant")
+    assert variant.integer is not None and variant.details["command"].startswith("python -m recourse quantize")

@@ -63,3 +63,26 @@ def test_bad_arguments_are_rejected(model_and_images):
         quantize(model, PTQInt8Config(), images[:, :1])
     with pytest.raises(ValueError, match="unknown quantization config"):
         quantize(model, "ptq-int8", images)
+
+
+@pytest.mark.parametrize("config", [PTQInt8Config(calibration_images=32), PTQInt4Config(calibration_images=32)])
+def test_saved_variant_reloads_with_identical_outputs(model_and_images, config, tmp_path):
+    from recourse.quantization import load_variant, save_variant
+
+    model, images = model_and_images
+    variant = quantize(model, config, images)
+    save_variant(variant, model, tmp_path / "variant", {"command": "test"})
+    loaded = load_variant(tmp_path / "variant")
+    assert loaded.config == config and loaded.details["command"] == "test"
+    with torch.no_grad():
+        torch.testing.assert_close(loaded.twin(images), variant.twin(images), rtol=0, atol=0)
+        if variant.integer is not None:
+            torch.testing.assert_close(loaded.integer(images), variant.integer(images), rtol=0, atol=0)
+
+
+def test_broken_variant_folder_is_reported(tmp_path):
+    from recourse.checkpoints import CheckpointError
+    from recourse.quantization import load_variant
+
+    with pytest.raises(CheckpointError, match="compressed variant"):
+        load_variant(tmp_path)
