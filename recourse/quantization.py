@@ -40,12 +40,10 @@ _ACTIVATION_RANGE = {"quant_min": 0, "quant_max": 255, "reduce_range": True}
 
 
 @dataclass(frozen=True)
-class PTQInt8Config:
-    """Post-training quantization: 8-bit weights (per channel) and activations."""
-
-    calibration_images: int = 512
-    method: ClassVar[str] = "ptq-int8"
-    weight_bits: ClassVar[int] = 8
+class _PostTrainingConfig:
+    calibration_images: int = 512  # from the training split
+    method: ClassVar[str]
+    weight_bits: ClassVar[int]
 
     def __post_init__(self) -> None:
         if self.calibration_images < 1:
@@ -53,19 +51,22 @@ class PTQInt8Config:
 
 
 @dataclass(frozen=True)
-class PTQInt4Config:
+class PTQInt8Config(_PostTrainingConfig):
+    """Post-training quantization: 8-bit weights (per channel) and activations."""
+
+    method: ClassVar[str] = "ptq-int8"
+    weight_bits: ClassVar[int] = 8
+
+
+@dataclass(frozen=True)
+class PTQInt4Config(_PostTrainingConfig):
     """Post-training quantization: 4-bit weights (per channel), 8-bit activations.
 
     There are no 4-bit kernels on this CPU: only the fake-quantized twin exists.
     """
 
-    calibration_images: int = 512
     method: ClassVar[str] = "ptq-int4"
     weight_bits: ClassVar[int] = 4
-
-    def __post_init__(self) -> None:
-        if self.calibration_images < 1:
-            raise ValueError(f"calibration_images must be >= 1, got {self.calibration_images}")
 
 
 QuantizationConfig = PTQInt8Config | PTQInt4Config
