@@ -110,8 +110,7 @@ def train_classifier(
         history = [dict(zip(("epoch", "train_loss", "val_accuracy"), row)) for row in state["history"].tolist()]
         history = [{**h, "epoch": int(h["epoch"])} for h in history]
         best = (int(state["best_epoch"]), float(state["best_val_accuracy"]))
-        if "rng" in state:
-            torch.set_rng_state(state["rng"])
+        torch.set_rng_state(state["rng"])  # dropout draws continue where they stopped
         print(f"resumed from {state_path} after epoch {start_epoch}")
     labels = torch.as_tensor(train.labels).float()
     for epoch in range(start_epoch, config.epochs):
