@@ -221,7 +221,12 @@ def command_quantize(args: argparse.Namespace) -> int:
     from recourse.quantization import CONFIGS, quantize, save_variant
 
     model = load_classifier(args.checkpoint)
-    config = CONFIGS[args.method](calibration_images=args.calibration_images)
+    options = {"calibration_images": args.calibration_images}
+    if args.sparsity is not None:
+        if args.method != "prune-quant":
+            raise ValueError("--sparsity applies to --method prune-quant only")
+        options["sparsity"] = args.sparsity
+    config = CONFIGS[args.method](**options)
     cache = None if args.no_cache else Path(args.cache_dir)
     train = load_images(Path(args.data), "train", model.config.resolution, cache)
     variant = quantize(model, config, to_float_images(train.images[: config.calibration_images]))
@@ -270,7 +275,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     quantize = commands.add_parser("quantize", help="make one compressed variant of the classifier")
     add_data_options(quantize)
-    quantize.add_argument("--method", required=True, choices=["ptq-int8", "ptq-int4"])
+    quantize.add_argument("--method", required=True, choices=["ptq-int8", "ptq-int4", "prune-quant"])
+    quantize.add_argument("--sparsity", type=float, help="prune-quant: share of weights set to zero (default 0.3)")
     quantize.add_argument("--checkpoint", default=str(CHECKPOINT_DIRS["classifier"]), help="full-precision classifier")
     quantize.add_argument("--calibration-images", type=int, default=512)
     quantize.add_argument("--out", help="variant folder (default checkpoints/variants/<method>)")

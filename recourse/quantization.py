@@ -6,8 +6,8 @@ gradient attributions) and, where this CPU has kernels for it, an ``integer`` mo
 runs PyTorch's x86 quantized engine with the *same* scales and zero points: the twin is
 the model that the integer one is converted from.
 
-Implemented so far: ``ptq-int8`` and ``ptq-int4``. The remaining methods of the benchmark
-(``cf-ptq``, ``cfq-qat``, ``mixedprec-qat``, ``kd-quant``, ``prune-quant``) are not built
+Implemented so far: ``ptq-int8``, ``ptq-int4`` and ``prune-quant``. The remaining methods
+of the benchmark (``cf-ptq``, ``cfq-qat``, ``mixedprec-qat``, ``kd-quant``) are not built
 yet.
 
 Why FX graph mode (``torch.ao.quantization.quantize_fx``), which PyTorch marks as
@@ -69,7 +69,40 @@ class PTQInt4Config(_PostTrainingConfig):
     weight_bits: ClassVar[int] = 4
 
 
-QuantizationConfig = PTQInt8Config | PTQInt4Config
+@dataclass(frozen=True)
+class PruneQuantConfig(_PostTrainingConfig):
+    """Global magnitude pruning of convolution and linear weights, then ``ptq-int8``.
+
+    No fine-tuning between the two: the pruned weights stay exactly zero after batch-norm
+    folding and quantization.
+    """
+
+    sparsity: float = 0.3  # share of conv/linear weights set to zero
+    method: ClassVar[str] = "prune-quant"
+    weight_bits: ClassVar[int] = 8
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if not 0.0 <= self.sparsity < 1.0:
+            raise ValueError(f"sparsity must be in [0, 1), got {self.sparsity}")
+
+
+QuantizationConfig = PTQInt8Config | PTQInt4Config | PruneQuantConfig
+
+
+def magnitude_prune(model: nn.Module, sparsity: float) -> nn.Module:
+    """A copy of ``model`` whose smallest-magnitude conv/linear weights (globally) are zero."""
+    pruned = copy.deepcopy(model)
+    weights = [m.weight for m in pruned.modules() if isinstance(m, (nn.Conv2d, nn.Linear))]
+    if sparsity == 0 or not weights:
+        return pruned
+    magnitudes = torch.cat([w.detach().abs().flatten() for w in weights])
+    count = int(sparsity * len(magnitudes))
+    threshold = magnitudes.kthvalue(count).values if count else magnitudes.min() - 1
+    with torch.no_grad():
+        for weight in weights:
+            weight.mul_((weight.abs() > threshold).to(weight.dtype))
+    return pruned
 
 
 @dataclass
@@ -133,23 +166,26 @@ def quantize(model: nn.Module, config: QuantizationConfig, calibration_images: t
     """Compress ``model`` (left unchanged) with ``config``, calibrating on images
     ``(N, 3, H, W)`` in [0, 1] from the training split (the first
     ``config.calibration_images`` are used)."""
-    if not isinstance(config, (PTQInt8Config, PTQInt4Config)):
+    if not isinstance(config, (PTQInt8Config, PTQInt4Config, PruneQuantConfig)):
         raise ValueError(f"unknown quantization config {config!r}")
     if calibration_images.ndim != 4 or calibration_images.shape[1] != 3:
         raise ValueError(f"calibration_images must be (N, 3, H, W), got {tuple(calibration_images.shape)}")
     started = time.perf_counter()
     images = calibration_images[: config.calibration_images]
+    details: dict[str, Any] = {"calibration_images": len(images), "activation_bits": 8, "engine": "x86"}
+    if isinstance(config, PruneQuantConfig):
+        model = magnitude_prune(model, config.sparsity)
+        details["sparsity"] = config.sparsity
     twin = _prepare_twin(model, config.weight_bits, images[:2])
     _calibrate(twin, images)
     integer = _to_integer(twin) if config.weight_bits == 8 else None
     return QuantizedModel(
         twin=twin, integer=integer, config=config, bits_per_weight=float(config.weight_bits),
-        seconds=time.perf_counter() - started,
-        details={"calibration_images": len(images), "activation_bits": 8, "engine": "x86"},
+        seconds=time.perf_counter() - started, details=details,
     )
 
 
-CONFIGS = {config.method: config for config in (PTQInt8Config, PTQInt4Config)}
+CONFIGS = {config.method: config for config in (PTQInt8Config, PTQInt4Config, PruneQuantConfig)}
 
 
 def save_variant(variant: QuantizedModel, base: AttributeClassifier, directory: str | os.PathLike,

@@ -1,4 +1,4 @@
-"""Accuracy, twin/integer agreement and batch-32 latency of the PTQ variants.
+"""Accuracy, twin/integer agreement and batch-32 latency of the variants built so far.
 
     python -m scripts.ptq_check --data ../shared/data/celeba-hq-64
 
@@ -16,7 +16,7 @@ from recourse.checkpoints import load_classifier
 from recourse.data import load_split
 from recourse.evaluation import to_float_images
 from recourse.metrics import agreement, decisions, mean_accuracy
-from recourse.quantization import PTQInt4Config, PTQInt8Config, quantize
+from recourse.quantization import PruneQuantConfig, PTQInt4Config, PTQInt8Config, quantize
 
 
 @torch.no_grad()
@@ -47,7 +47,7 @@ def main() -> None:
     full = decisions(all_logits(model, images))
     print(f"fp32: test accuracy {mean_accuracy(full, labels):.2f}")
     batch = images[:32].contiguous(memory_format=torch.channels_last)
-    for config in (PTQInt8Config(), PTQInt4Config()):
+    for config in (PTQInt8Config(), PTQInt4Config(), PruneQuantConfig()):
         variant = quantize(model, config, calibration)
         twin = decisions(all_logits(variant.twin, images))
         line = (f"{config.method}: made in {variant.seconds:.1f} s; twin accuracy {mean_accuracy(twin, labels):.2f}, "

@@ -86,3 +86,29 @@ def test_broken_variant_folder_is_reported(tmp_path):
 
     with pytest.raises(CheckpointError, match="compressed variant"):
         load_variant(tmp_path)
+
+
+def test_magnitude_pruning_zeroes_the_smallest_weights_globally():
+    from recourse.quantization import magnitude_prune
+
+    model = torch.nn.Sequential(torch.nn.Linear(2, 2, bias=False), torch.nn.Linear(2, 1, bias=False))
+    with torch.no_grad():
+        model[0].weight.copy_(torch.tensor([[0.1, -2.0], [0.5, 3.0]]))
+        model[1].weight.copy_(torch.tensor([[-0.2, 1.0]]))
+    pruned = magnitude_prune(model, 0.5)  # 3 of the 6 smallest |w|: 0.1, 0.2, 0.5
+    assert pruned[0].weight.tolist() == [[0.0, -2.0], [0.0, 3.0]]
+    assert pruned[1].weight.tolist() == [[0.0, 1.0]]
+    assert model[0].weight[0, 0].item() == pytest.approx(0.1)  # the original is untouched
+
+
+def test_prune_quant_keeps_the_stated_sparsity_through_quantization(model_and_images):
+    from recourse.quantization import PruneQuantConfig
+
+    model, images = model_and_images
+    variant = quantize(model, PruneQuantConfig(calibration_images=32, sparsity=0.5), images)
+    assert variant.integer is not None and variant.details["sparsity"] == 0.5
+    quantized = [m for m in variant.twin.modules() if hasattr(m, "weight_fake_quant")]
+    weights = torch.cat([m.weight_fake_quant(m.weight.detach()).flatten() for m in quantized])
+    assert (weights == 0).float().mean() >= 0.49
+    with pytest.raises(ValueError, match="sparsity"):
+        PruneQuantConfig(sparsity=1.0)
