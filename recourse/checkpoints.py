@@ -9,6 +9,7 @@ from typing import Any
 
 import torch
 from safetensors.torch import load_file, save_file
+from torch import nn
 
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 
@@ -20,15 +21,30 @@ class CheckpointError(ValueError):
     """A checkpoint folder is missing or does not match its config."""
 
 
-def save_classifier(model: AttributeClassifier, directory: str | os.PathLike, metadata: dict[str, Any]) -> Path:
-    """Write ``model.safetensors`` and ``config.json`` (architecture + ``metadata``)."""
+def write_checkpoint(module: nn.Module, directory: str | os.PathLike, config: dict[str, Any]) -> Path:
+    """Write ``module``'s state as ``model.safetensors`` and ``config`` as ``config.json``."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous().clone() for k, v in model.state_dict().items()}
+    state = {k: v.detach().contiguous().clone() for k, v in module.state_dict().items()}
     save_file(state, str(directory / WEIGHTS_FILE))
-    config = {"architecture": "AttributeClassifier", **model.config.to_dict(), **metadata}
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
     return directory
+
+
+def load_weights(module: nn.Module, directory: str | os.PathLike) -> None:
+    """Load ``model.safetensors`` of ``directory`` into ``module``, or raise CheckpointError."""
+    weights = Path(directory) / WEIGHTS_FILE
+    if not weights.is_file():
+        raise CheckpointError(f"{weights}: weights not found")
+    try:
+        module.load_state_dict(load_file(str(weights)))
+    except RuntimeError as error:
+        raise CheckpointError(f"{weights}: does not match {CONFIG_FILE} ({error})") from None
+
+
+def save_classifier(model: AttributeClassifier, directory: str | os.PathLike, metadata: dict[str, Any]) -> Path:
+    """Write ``model.safetensors`` and ``config.json`` (architecture + ``metadata``)."""
+    return write_checkpoint(model, directory, {"architecture": "AttributeClassifier", **model.config.to_dict(), **metadata})
 
 
 def read_config(directory: str | os.PathLike) -> dict[str, Any]:
@@ -47,14 +63,8 @@ def load_classifier(directory: str | os.PathLike) -> AttributeClassifier:
     config = read_config(directory)
     if config.get("architecture") != "AttributeClassifier":
         raise CheckpointError(f"{directory / CONFIG_FILE}: unknown architecture {config.get('architecture')!r}")
-    weights = directory / WEIGHTS_FILE
-    if not weights.is_file():
-        raise CheckpointError(f"{weights}: weights not found")
     model = AttributeClassifier(ClassifierConfig.from_dict(config))
-    try:
-        model.load_state_dict(load_file(str(weights)))
-    except RuntimeError as error:
-        raise CheckpointError(f"{weights}: does not match {CONFIG_FILE} ({error})") from None
+    load_weights(model, directory)
     return model.eval()
 
 

@@ -19,7 +19,6 @@ extra dependency; the compute-budget measurement (2.45× at batch 32) was made w
 from __future__ import annotations
 
 import copy
-import json
 import os
 import time
 import warnings
@@ -28,10 +27,9 @@ from pathlib import Path
 from typing import Any, ClassVar
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
-from recourse.checkpoints import CheckpointError
+from recourse.checkpoints import CheckpointError, load_weights, read_config, write_checkpoint
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 
 # Activations: 8-bit with x86's reduced range (7 bits used), min/max from calibration.
@@ -192,37 +190,26 @@ def save_variant(variant: QuantizedModel, base: AttributeClassifier, directory: 
                  metadata: dict[str, Any] | None = None) -> Path:
     """Write the twin's weights and quantization parameters (``model.safetensors``) and a
     ``config.json`` with the method, bits, the base architecture and ``metadata``."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    state = {k: v.detach().contiguous().clone() for k, v in variant.twin.state_dict().items()}
-    save_file(state, str(directory / "model.safetensors"))
     record = {
         "method": variant.config.method, "settings": asdict(variant.config),
         "bits_per_weight": variant.bits_per_weight, "make_seconds": round(variant.seconds, 2),
         "integer_kernels": variant.integer is not None, "classifier": base.config.to_dict(),
         **variant.details, **(metadata or {}),
     }
-    (directory / "config.json").write_text(json.dumps(record, indent=2) + "\n")
-    return directory
+    return write_checkpoint(variant.twin, directory, record)
 
 
 def load_variant(directory: str | os.PathLike) -> QuantizedModel:
     """Rebuild a saved variant (twin and integer model) without unpickling anything."""
-    directory = Path(directory)
-    config_path, weights = directory / "config.json", directory / "model.safetensors"
-    if not config_path.is_file() or not weights.is_file():
-        raise CheckpointError(f"{directory}: expected config.json and model.safetensors of a compressed variant")
-    record = json.loads(config_path.read_text())
+    record = read_config(directory)
     if record.get("method") not in CONFIGS:
-        raise CheckpointError(f"{config_path}: unknown method {record.get('method')!r}")
+        raise CheckpointError(f"{Path(directory) / 'config.json'}: not a compressed variant "
+                              f"(unknown method {record.get('method')!r})")
     config = CONFIGS[record["method"]](**record["settings"])
     base = AttributeClassifier(ClassifierConfig.from_dict(record["classifier"])).eval()
     resolution = base.config.resolution
     twin = _prepare_twin(base, config.weight_bits, torch.zeros(2, 3, resolution, resolution))
-    try:
-        twin.load_state_dict(load_file(str(weights)))
-    except RuntimeError as error:
-        raise CheckpointError(f"{weights}: does not match {config_path.name} ({error})") from None
+    load_weights(twin, directory)
     from torch.ao.quantization import disable_observer
 
     twin.eval().apply(disable_observer)

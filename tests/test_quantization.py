@@ -84,7 +84,10 @@ def test_broken_variant_folder_is_reported(tmp_path):
     from recourse.checkpoints import CheckpointError
     from recourse.quantization import load_variant
 
-    with pytest.raises(CheckpointError, match="compressed variant"):
+    with pytest.raises(CheckpointError, match="config not found"):
+        load_variant(tmp_path)
+    (tmp_path / "config.json").write_text('{"architecture": "AttributeClassifier"}')
+    with pytest.raises(CheckpointError, match="not a compressed variant"):
         load_variant(tmp_path)
 
 
