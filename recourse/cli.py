@@ -17,6 +17,7 @@ from recourse import __version__
 from recourse.checkpoints import CheckpointError, load_classifier, read_config, update_config
 from recourse.classifier import ClassifierConfig
 from recourse.data import SPLITS, DatasetError, detect_layout, load_split
+from recourse.quantization import CONFIGS as QUANTIZATION_CONFIGS
 from recourse.training import TrainConfig
 
 DEFAULT_CACHE = Path(".cache")
@@ -53,6 +54,16 @@ def _command_line(args: argparse.Namespace) -> str:
     return "python -m recourse " + " ".join(shlex.quote(a) for a in args.argv)
 
 
+def _cache(args: argparse.Namespace) -> Path | None:
+    return None if args.no_cache else Path(args.cache_dir)
+
+
+def _write_json(path: str | None, report: dict) -> None:
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text(json.dumps(report, indent=2) + "\n")
+
+
 def load_images(data: Path, split: str, resolution: int, cache_dir: Path | None):
     """Load a split; original-CelebA photos are aligned to the CelebA-HQ framing first."""
     if detect_layout(data) != "celeba":
@@ -75,9 +86,8 @@ def command_train_classifier(args: argparse.Namespace) -> int:
     train_config = replace(train_config, **overrides)
     out = Path(args.out or CHECKPOINT_DIRS[args.preset])
     state = Path(args.state or DEFAULT_CACHE / f"train-{args.preset}.pt")
-    cache = None if args.no_cache else Path(args.cache_dir)
-    train = load_images(Path(args.data), "train", model_config.resolution, cache)
-    val = load_images(Path(args.data), "val", model_config.resolution, cache)
+    train = load_images(Path(args.data), "train", model_config.resolution, _cache(args))
+    val = load_images(Path(args.data), "val", model_config.resolution, _cache(args))
     from recourse.training import train_classifier
 
     command = _command_line(args)
@@ -86,7 +96,7 @@ def command_train_classifier(args: argparse.Namespace) -> int:
         "data_split": {"train": "CelebA-HQ ids 0-23999", "val": "24000-26999", "test": "27000-29999"},
         "threads": torch.get_num_threads(),
     })
-    test = load_images(Path(args.data), "test", model_config.resolution, cache)
+    test = load_images(Path(args.data), "test", model_config.resolution, _cache(args))
     from recourse.evaluation import evaluate_accuracy
 
     test_result = evaluate_accuracy(load_classifier(out), test.images, test.labels)
@@ -102,7 +112,7 @@ def command_evaluate(args: argparse.Namespace) -> int:
     checkpoint = Path(args.checkpoint or CHECKPOINT_DIRS[args.model])
     model = load_classifier(checkpoint)
     data = Path(args.data)
-    images = load_images(data, args.split, model.config.resolution, None if args.no_cache else Path(args.cache_dir))
+    images = load_images(data, args.split, model.config.resolution, _cache(args))
     from recourse.evaluation import evaluate_accuracy
 
     started = time.time()
@@ -112,9 +122,7 @@ def command_evaluate(args: argparse.Namespace) -> int:
         "split": args.split, **result.to_dict(), "seconds": round(time.time() - started, 1),
         "recorded_test_accuracy": read_config(checkpoint).get("test_accuracy"),
     }
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    _write_json(args.json, report)
     width = max(len(a) for a in result.per_attribute)
     print(f"{'attribute':{width}s}  accuracy  majority")
     for name, value in result.per_attribute.items():
@@ -128,9 +136,8 @@ def command_train_generator(args: argparse.Namespace) -> int:
     from recourse.generator_training import GeneratorTrainConfig, train_generator
 
     config = GeneratorTrainConfig(**{k: v for k, v in (("steps", args.steps), ("seed", args.seed)) if v is not None})
-    cache = None if args.no_cache else Path(args.cache_dir)
-    train = load_images(Path(args.data), "train", args.resolution, cache)
-    val = load_images(Path(args.data), "val", args.resolution, cache)
+    train = load_images(Path(args.data), "train", args.resolution, _cache(args))
+    val = load_images(Path(args.data), "val", args.resolution, _cache(args))
     command = _command_line(args)
     result = train_generator(train.images, val.images, args.out, config, Path(args.state_dir), metadata={
         "training_command": command, "recourse_version": __version__, "data_split": "CelebA-HQ train ids 0-23999"})
@@ -153,17 +160,14 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     classifier = load_classifier(args.classifier)
     oracle = load_classifier(args.oracle)
     generator = load_generator(args.generator)
-    cache = None if args.no_cache else Path(args.cache_dir)
-    images = load_images(Path(args.data), args.split, classifier.config.resolution, cache)
+    images = load_images(Path(args.data), args.split, classifier.config.resolution, _cache(args))
     subset = images.images[: args.n]
-    bars = {}
+    bars: dict[str, object] = {}
 
     def progress(attribute: str, done: int, total: int) -> None:
         if attribute not in bars:
-            bars[attribute] = tqdm(total=total, desc=f"counterfactuals {attribute}", unit="img")
-        bars[attribute].update(done - bars[attribute].n)
-        if done == total:
-            bars[attribute].close()
+            bars[attribute] = _progress_bar(f"counterfactuals {attribute}")
+        bars[attribute](done, total)
 
     started = time.time()
     report = evaluate_counterfactual_quality(subset, images.images, classifier, oracle, generator,
@@ -171,9 +175,7 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     output = {"command": _command_line(args),
               "data": str(args.data), "split": args.split, "n": len(subset), "generator": str(args.generator),
               "seconds": round(time.time() - started, 1), "threads": torch.get_num_threads(), **report.to_dict()}
-    if args.json:
-        Path(args.json).parent.mkdir(parents=True, exist_ok=True)
-        Path(args.json).write_text(json.dumps(output, indent=2) + "\n")
+    _write_json(args.json, output)
     print(f"{'attribute':12s} {'FR %':>6s} {'oracle FR %':>11s} {'(to 1 / to 0)':>15s} {'MNAC':>6s} {'proximity':>9s} "
           f"{'oracle FD':>9s} {'s/CF':>6s}")
     for r in report.results:
@@ -185,28 +187,24 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
 
 def command_counterfactual(args: argparse.Namespace) -> int:
     from recourse.counterfactual import attribute_index, generate, load_generator
-    from recourse.faces import FaceAlignmentError, align_face, load_photo
+    from recourse.data import resize_square
+    from recourse.evaluation import to_float_images
+    from recourse.faces import align_face, load_photo
     from recourse.visualise import side_by_side
 
-    attribute_index(args.attribute)
+    index = attribute_index(args.attribute)
     model = load_classifier(args.checkpoint or CHECKPOINT_DIRS["classifier"])
     resolution = model.config.resolution
-    try:
-        if args.no_align:
-            from recourse.data import resize_square
-
-            image = resize_square(load_photo(args.image), resolution)
-        else:
-            aligned = align_face(args.image, resolution)
-            print(aligned.message)
-            image = aligned.image
-    except FaceAlignmentError as error:
-        print(f"error: {error}", file=sys.stderr)
-        return 2
-    x = torch.as_tensor(image).float().unsqueeze(0) / 255
+    if args.no_align:
+        image = resize_square(load_photo(args.image), resolution)
+    else:
+        aligned = align_face(args.image, resolution)
+        print(aligned.message)
+        image = aligned.image
+    x = to_float_images(image[None])
     generator = load_generator(args.generator)
     with torch.no_grad():
-        before = torch.sigmoid(model(x))[0, attribute_index(args.attribute)].item()
+        before = torch.sigmoid(model(x))[0, index].item()
     target = args.target if args.target is not None else int(before < 0.5)
     result = generate(x, model, args.attribute, target, _counterfactual_config(args), generator)
     side_by_side(result.originals[0], result.images[0]).save(args.out)
@@ -218,7 +216,7 @@ def command_counterfactual(args: argparse.Namespace) -> int:
 
 def command_quantize(args: argparse.Namespace) -> int:
     from recourse.evaluation import to_float_images
-    from recourse.quantization import CONFIGS, quantize, save_variant
+    from recourse.quantization import quantize, save_variant
 
     model = load_classifier(args.checkpoint)
     options = {"calibration_images": args.calibration_images}
@@ -226,9 +224,8 @@ def command_quantize(args: argparse.Namespace) -> int:
         if args.method != "prune-quant":
             raise ValueError("--sparsity applies to --method prune-quant only")
         options["sparsity"] = args.sparsity
-    config = CONFIGS[args.method](**options)
-    cache = None if args.no_cache else Path(args.cache_dir)
-    train = load_images(Path(args.data), "train", model.config.resolution, cache)
+    config = QUANTIZATION_CONFIGS[args.method](**options)
+    train = load_images(Path(args.data), "train", model.config.resolution, _cache(args))
     variant = quantize(model, config, to_float_images(train.images[: config.calibration_images]))
     out = Path(args.out or VARIANTS_DIR / args.method)
     save_variant(variant, model, out, {"command": _command_line(args), "base_checkpoint": str(args.checkpoint),
@@ -275,7 +272,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     quantize = commands.add_parser("quantize", help="make one compressed variant of the classifier")
     add_data_options(quantize)
-    quantize.add_argument("--method", required=True, choices=["ptq-int8", "ptq-int4", "prune-quant"])
+    quantize.add_argument("--method", required=True, choices=sorted(QUANTIZATION_CONFIGS))
     quantize.add_argument("--sparsity", type=float, help="prune-quant: share of weights set to zero (default 0.3)")
     quantize.add_argument("--checkpoint", default=str(CHECKPOINT_DIRS["classifier"]), help="full-precision classifier")
     quantize.add_argument("--calibration-images", type=int, default=512)

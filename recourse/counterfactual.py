@@ -192,9 +192,7 @@ class PixelFaceGenerator:
         return size if isinstance(size, int) else size[0]
 
     def encode(self, images: torch.Tensor) -> torch.Tensor:
-        if images.shape[-1] != self.resolution:
-            images = F.interpolate(images, size=self.resolution, mode="bilinear", align_corners=False)
-        return images * 2 - 1
+        return _resize(images, self.resolution) * 2 - 1
 
     def decode(self, latents: torch.Tensor) -> torch.Tensor:
         return (latents + 1) / 2
@@ -365,7 +363,7 @@ def generate(
         # keep the guiding model's view of the other 39 attributes where it was
         preserve = F.binary_cross_entropy_with_logits(
             all_logits[:, others], all_before[:, others], reduction="none").mean(dim=1)
-        proximity = (candidate - images).abs().flatten(1).mean(dim=1)
+        proximity = recourse_cost(images, candidate)
         loss = decision_loss + config.preserve_weight * preserve + config.proximity_weight * proximity
         return loss, logits
 
@@ -393,10 +391,9 @@ def generate(
         guided = noise_prediction.detach() + config.guidance_scale * (1 - alpha).sqrt() * gradient
         latents = scheduler.step(guided, t, latents.detach()).prev_sample
     # (3) finish the samples that are not yet past the margin
-    latents = latents.detach()
-    with torch.no_grad():
-        done = sign * model(edit(latents))[:, index] >= config.margin
-    for _ in range(config.finish_steps if not bool(done.all()) else 0):
+    # (each pass first checks the current latents, so a batch already past stops at once)
+    done = torch.zeros(batch, dtype=torch.bool)
+    for _ in range(config.finish_steps):
         latents = latents.detach().requires_grad_(True)
         loss, logits = guided_loss(edit(latents))
         done = done | (sign * logits.detach() >= config.margin)

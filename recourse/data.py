@@ -216,7 +216,7 @@ def load_split(
 
     ``framer(image, resolution)`` turns a photo into the training framing; CelebA-HQ
     images already have it, so by default they are only resized. Original CelebA photos
-    need ``recourse.faces.frame_like_hq`` (the CLI passes it).
+    need ``recourse.faces.CelebAFramer()`` (the CLI passes it).
     """
     root = Path(root)
     annotations = select_split(root, split)

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
-
 import numpy as np
 import torch
 from torch import nn
 
 from recourse.data import ATTRIBUTES, majority_baseline
+from recourse.metrics import decisions
 
 
 @dataclass(frozen=True)
@@ -38,26 +37,18 @@ def to_float_images(images: np.ndarray | torch.Tensor) -> torch.Tensor:
 
 
 @torch.no_grad()
-def predict_logits(
-    model: nn.Module,
-    images: np.ndarray,
-    batch_size: int = 256,
-    progress: Callable[[int], None] | None = None,
-) -> torch.Tensor:
+def predict_logits(model: nn.Module, images: np.ndarray, batch_size: int = 256) -> torch.Tensor:
     """Logits ``(N, 40)`` for ``uint8 (N, 3, H, W)`` images, in eval mode."""
     model.eval()
     outputs = []
     for start in range(0, len(images), batch_size):
         batch = to_float_images(images[start:start + batch_size]).contiguous(memory_format=torch.channels_last)
         outputs.append(model(batch))
-        if progress is not None:
-            progress(len(batch))
     return torch.cat(outputs)
 
 
 def accuracy_from_logits(logits: torch.Tensor, labels: np.ndarray) -> AccuracyResult:
-    decisions = (logits >= 0).numpy().astype(np.uint8)  # p >= 0.5  ⇔  logit >= 0
-    per_attribute = (decisions == labels).mean(axis=0) * 100
+    per_attribute = (decisions(logits).numpy() == labels).mean(axis=0) * 100
     baseline = majority_baseline(labels) * 100
     return AccuracyResult(
         per_attribute={a: round(float(v), 2) for a, v in zip(ATTRIBUTES, per_attribute)},

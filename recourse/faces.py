@@ -59,38 +59,48 @@ class AlignedFace:
 
 def load_photo(source: str | os.PathLike | bytes | Image.Image) -> Image.Image:
     """Open a photo as upright 8-bit RGB, whatever its mode, EXIF orientation or bit depth."""
-    name = str(source) if isinstance(source, (str, os.PathLike)) else "upload"
-    if isinstance(source, Image.Image):
-        image = source
+    image = source if isinstance(source, Image.Image) else _decode(_read_bytes(source), _name(source))
+    _check_pixels(image)
+    return to_rgb(ImageOps.exif_transpose(image))
+
+
+def _name(source: str | os.PathLike | bytes) -> str:
+    return str(source) if isinstance(source, (str, os.PathLike)) else "upload"
+
+
+def _read_bytes(source: str | os.PathLike | bytes) -> bytes:
+    if isinstance(source, (str, os.PathLike)):
+        path = Path(source)
+        if not path.is_file():
+            raise FaceAlignmentError(f"{path}: no such file")
+        size = path.stat().st_size
     else:
-        if isinstance(source, (str, os.PathLike)):
-            path = Path(source)
-            if not path.is_file():
-                raise FaceAlignmentError(f"{path}: no such file")
-            if path.stat().st_size > MAX_UPLOAD_BYTES:
-                raise FaceAlignmentError(f"{path}: file larger than {MAX_UPLOAD_BYTES // 2**20} MB")
-            data = path.read_bytes()
-        else:
-            data = bytes(source)
-            if len(data) > MAX_UPLOAD_BYTES:
-                raise FaceAlignmentError(f"upload larger than {MAX_UPLOAD_BYTES // 2**20} MB")
-        try:
-            image = Image.open(io.BytesIO(data))
-            if image.width * image.height > MAX_PIXELS:
-                raise FaceAlignmentError(
-                    f"image of {image.width}×{image.height} pixels is larger than the {MAX_PIXELS:,}-pixel limit")
-            with warnings.catch_warnings():
-                warnings.simplefilter("error", Image.DecompressionBombWarning)
-                image.load()
-        except FaceAlignmentError:
-            raise
-        except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning, Image.DecompressionBombError) as error:
-            reason = "unrecognised or corrupt image data" if isinstance(error, Image.UnidentifiedImageError) else str(error)
-            raise FaceAlignmentError(f"{name}: not a readable image ({reason})") from None
+        size = len(source)
+    if size > MAX_UPLOAD_BYTES:
+        raise FaceAlignmentError(f"{_name(source)}: file larger than {MAX_UPLOAD_BYTES // 2**20} MB")
+    return path.read_bytes() if isinstance(source, (str, os.PathLike)) else bytes(source)
+
+
+def _check_pixels(image: Image.Image) -> None:
     if image.width * image.height > MAX_PIXELS:
-        raise FaceAlignmentError(f"image of {image.width}×{image.height} pixels is larger than the {MAX_PIXELS:,}-pixel limit")
-    image = ImageOps.exif_transpose(image)
-    return to_rgb(image)
+        raise FaceAlignmentError(
+            f"image of {image.width}×{image.height} pixels is larger than the {MAX_PIXELS:,}-pixel limit")
+
+
+def _decode(data: bytes, name: str) -> Image.Image:
+    """Decode image bytes, refusing decompression bombs before the pixels are decoded."""
+    try:
+        image = Image.open(io.BytesIO(data))
+        _check_pixels(image)  # the header gives the size; nothing is decoded yet
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image.load()
+        return image
+    except FaceAlignmentError:
+        raise
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning, Image.DecompressionBombError) as error:
+        reason = "unrecognised or corrupt image data" if isinstance(error, Image.UnidentifiedImageError) else str(error)
+        raise FaceAlignmentError(f"{name}: not a readable image ({reason})") from None
 
 
 def to_rgb(image: Image.Image) -> Image.Image:
