@@ -381,3 +381,100 @@ def _versions() -> dict[str, str]:
 
     return {"recourse": __version__, "torch": torch.__version__, "captum": captum.__version__,
             "numpy": np.__version__, "python": platform.python_version()}
+
+
+# ---------------------------------------------------------------------------------------
+# Finding failures in a folder
+# ---------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FolderCase:
+    """One image of a scanned folder: its framed image ``(3, H, W)`` and recourse values."""
+
+    filename: str
+    image: torch.Tensor
+    target: int
+    recourse: ImageRecourse
+    divergence: float | None  # see divergence_score; None where there is nothing to compare
+
+
+def divergence_score(recourse: ImageRecourse) -> float | None:
+    """Ranks recourse failures, worst first: 1 if the student rejects the teacher's recourse,
+    plus 1 if the student finds no valid recourse of its own, plus ``(1 − DirSim_i/100) / 2``
+    where DirSim_i is defined. ``None`` when the teacher has no valid recourse."""
+    if not recourse.teacher_valid:
+        return None
+    score = float(not recourse.student_accepts_teacher) + float(not recourse.student_valid)
+    if recourse.dirsim is not None:
+        score += (1 - recourse.dirsim / 100) / 2
+    return score
+
+
+def _rank(cases: list[FolderCase]) -> list[FolderCase]:
+    return sorted(cases, key=lambda c: (c.divergence is None, -(c.divergence or 0.0), c.filename))
+
+
+def read_folder(folder: str | os.PathLike, split: str, count: int, resolution: int) -> tuple[tuple[str, ...], Iterator[torch.Tensor]]:
+    """The first ``count`` images of ``split`` of a folder in either CelebA layout, framed like
+    the training images (original CelebA photos are aligned), one ``(3, R, R)`` at a time."""
+    from recourse.data import detect_layout, image_dir, open_rgb, resize_square, select_split
+
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    root = Path(folder)
+    framer = resize_square
+    if detect_layout(root) == "celeba":
+        from recourse.faces import CelebAFramer
+
+        framer = CelebAFramer()
+    names = select_split(root, split).filenames[:count]
+    if not names:
+        raise ValueError(f"{root}: split {split!r} has no images")
+    directory = image_dir(root)
+    images = (torch.from_numpy(framer(open_rgb(directory / name), resolution)).float().div(255.0) for name in names)
+    return names, images
+
+
+def scan_folder(
+    folder: str | os.PathLike,
+    variant: str,
+    attribute: str,
+    count: int = 16,
+    split: str = "test",
+    settings: AuditSettings = AuditSettings(),
+    batch_size: int = 8,
+    models: Models | None = None,
+    generator=None,
+) -> Iterator[tuple[int, int, list[FolderCase]]]:
+    """Rank a folder's images by recourse divergence for one variant and attribute.
+
+    Yields ``(done, total, cases ranked worst first)`` after each batch. Each image gets the
+    seed of ``settings`` and the target that flips the teacher's decision, as a single audit
+    of it would; images are guided in batches, so an audit of a listed image reproduces its
+    row up to batch numerics (validity may flip only for a borderline counterfactual).
+    """
+    index = attribute_index(attribute)
+    models = models if models is not None else load_models(variant)
+    generator = generator if generator is not None else _private_generator()
+    resolution = getattr(getattr(models.teacher, "config", None), "resolution", 64)
+    names, images = read_folder(folder, split, count, resolution)
+    seed = settings.counterfactual.seed
+    cases: list[FolderCase] = []
+    for start in range(0, len(names), batch_size):
+        batch_names = names[start:start + batch_size]
+        x = torch.stack([next(images) for _ in batch_names])  # (B, 3, H, W)
+        targets = (_probabilities(models.teacher, x)[:, index] < 0.5).long()  # flip the teacher's decision
+        seeds = (seed,) * len(x)
+        teacher_cf = generate(x, models.teacher, attribute, targets, settings.counterfactual, generator, seeds=seeds)
+        student_cf = generate(x, models.student_twin, attribute, targets, settings.counterfactual, generator, seeds=seeds)
+        on_teacher = _probabilities(models.student, teacher_cf.images)[:, index] >= 0.5
+        on_student = _probabilities(models.student, student_cf.images)[:, index] >= 0.5
+        for i, name in enumerate(batch_names):
+            wanted = bool(targets[i])
+            recourse = image_recourse(x[i], teacher_cf.images[i], student_cf.images[i],
+                                      teacher_valid=bool(teacher_cf.valid[i]),
+                                      student_accepts_teacher=bool(on_teacher[i]) == wanted,
+                                      student_valid=bool(on_student[i]) == wanted)
+            cases.append(FolderCase(name, x[i], int(targets[i]), recourse, divergence_score(recourse)))
+        yield len(cases), len(names), _rank(cases)

@@ -1,0 +1,137 @@
+"""An audit as HTML: the predictions chart, the value cards, and the one-page report.
+
+Shared by the app (which shows the pieces) and the export (which files the whole page),
+so that both say the same thing. Plain HTML with inline styles and images as data URIs:
+the report is one self-contained file that opens offline.
+"""
+
+from __future__ import annotations
+
+import datetime
+import html
+import json
+
+from PIL import Image
+
+from recourse.audit import AuditResult, Predictions, png_data_uri
+from recourse.data import ATTRIBUTES
+
+# (key, title, one-line meaning): the value cards, in order; the README repeats these lines.
+CARDS: tuple[tuple[str, str, str], ...] = (
+    ("teacher_valid", "V_f(x'_f)", "Does the full-precision model accept its own recourse (decide the target on it)?"),
+    ("student_accepts_teacher", "V_g(x'_f)", "Does the compressed model accept the full-precision model's recourse?"),
+    ("student_valid", "V_g(x'_g)", "Does the compressed model accept the recourse it guided itself?"),
+    ("teacher_cost", "cost c_f", "Mean absolute pixel change of the full-precision recourse (0-1 scale)."),
+    ("student_cost", "cost c_g", "Mean absolute pixel change of the compressed model's recourse."),
+    ("crg", "CRG_i", "|c_g - c_f| / c_f: how much the two recourses differ in cost (0 = equal)."),
+    ("dirsim", "DirSim_i", "100 · cos of the two changes x' - x: same direction = 100, unrelated = 0."),
+)
+
+_GOOD, _BAD, _NEUTRAL = "#dcfce7", "#fee2e2", "#f3f4f6"
+DISPLAY_SIZE = 192
+
+
+def enlarge(picture: Image.Image, size: int = DISPLAY_SIZE) -> Image.Image:
+    """Model-resolution pictures shown larger, pixels kept sharp."""
+    return picture.resize((size, size), Image.Resampling.NEAREST)
+
+
+def _bar(probability: float, colour: str) -> str:
+    return (f'<div style="background:#e5e7eb;width:120px;height:10px;display:inline-block;vertical-align:middle">'
+            f'<div style="background:{colour};width:{probability * 120:.0f}px;height:10px"></div></div>'
+            f' <span style="font-family:monospace">{probability:.2f}</span>')
+
+
+def predictions_chart(predictions: Predictions, student_name: str = "compressed") -> str:
+    """Both models' 40 probabilities side by side; rows whose decisions differ highlighted."""
+    diverging = set(predictions.diverging)
+    rows = []
+    for i, name in enumerate(ATTRIBUTES):
+        teacher, student = float(predictions.teacher_probabilities[i]), float(predictions.student_probabilities[i])
+        background = "#fde68a" if name in diverging else ("#e0f2fe" if name == predictions.attribute else "transparent")
+        label = html.escape(name.replace("_", " "))
+        if name == predictions.attribute:
+            label = f"<b>{label}</b> (audited)"
+        if name in diverging:
+            label += ' <b style="color:#b45309">decisions differ</b>'
+        rows.append(f'<tr style="background:{background}"><td style="padding:1px 6px">{label}</td>'
+                    f'<td style="padding:1px 6px">{_bar(teacher, "#2563eb")}</td>'
+                    f'<td style="padding:1px 6px">{_bar(student, "#db2777")}</td></tr>')
+    summary = (f"{len(diverging)} of 40 decisions differ: {html.escape(', '.join(predictions.diverging))}"
+               if diverging else "The two models agree on all 40 decisions.")
+    return (f'<div class="predictions-chart"><p><b>{summary}</b></p>'
+            f'<table style="border-collapse:collapse;font-size:13px"><tr><th align="left">attribute</th>'
+            f'<th align="left">full precision p</th><th align="left">{html.escape(student_name)} p</th></tr>'
+            + "".join(rows) + "</table></div>")
+
+
+def _card_value(result: AuditResult, key: str) -> tuple[str, str]:
+    """The shown value and the card's colour."""
+    r = result.recourse
+    value = getattr(r, key)
+    if isinstance(value, bool):
+        return ("valid ✓", _GOOD) if value else ("not valid ✗", _BAD)
+    if value is None:
+        return "undefined: " + html.escape(r.reason), _NEUTRAL
+    if key == "dirsim":
+        return f"{value:.1f}", _NEUTRAL
+    return f"{value:.4f}" if key.endswith("cost") else f"{value:.3f}", _NEUTRAL
+
+
+def value_cards(result: AuditResult) -> str:
+    cards = []
+    for key, title, meaning in CARDS:
+        value, colour = _card_value(result, key)
+        cards.append(f'<div class="value-card" style="background:{colour};border-radius:8px;padding:8px 10px;'
+                     f'min-width:150px;flex:1"><div style="font-size:12px;color:#374151">{html.escape(title)}</div>'
+                     f'<div style="font-size:20px;font-weight:600">{value}</div>'
+                     f'<div style="font-size:11px;color:#4b5563">{html.escape(meaning)}</div></div>')
+    return '<div style="display:flex;flex-wrap:wrap;gap:8px">' + "".join(cards) + "</div>"
+
+
+def attribution_table(result: AuditResult) -> str:
+    rows = []
+    for a in result.attributions:
+        spearman = "undefined" if a.spearman is None else f"{a.spearman:.3f}"
+        rows.append(f"<tr><td>{html.escape(a.method)}</td><td>{a.student_model}</td><td>{spearman}</td>"
+                    f"<td>{a.top_iou:.3f}</td></tr>")
+    return ('<table class="attribution-table" style="font-size:13px"><tr><th align="left">method</th>'
+            '<th align="left">student form explained</th><th align="left">Spearman ρ of the maps</th>'
+            '<th align="left">top-10% IoU</th></tr>' + "".join(rows) + "</table>"
+            '<p style="font-size:12px">Red: pixels that raise the attribute\'s logit; blue: pixels that lower it. '
+            "ρ = 1 and IoU = 1 mean the two models look at the same pixels.</p>")
+
+
+def report_html(result: AuditResult, source: str = "") -> str:
+    """The whole audit on one self-contained page."""
+    p = result.predictions
+    pictures = {name: png_data_uri(enlarge(picture)) for name, picture in result.pictures().items()}
+
+    def figure(name: str, caption: str) -> str:
+        return (f'<figure style="display:inline-block;margin:4px;text-align:center"><img src="{pictures[name]}" '
+                f'width="{DISPLAY_SIZE}"><figcaption style="font-size:12px">{html.escape(caption)}</figcaption></figure>')
+
+    target = f"{p.target} ({'present' if p.target else 'absent'})"
+    record = {k: v for k, v in result.to_dict().items() if k != "images"}
+    return f"""<!doctype html><html><head><meta charset="utf-8"><title>Recourse audit: {html.escape(p.attribute)}, {html.escape(p.variant)}</title></head>
+<body style="font-family:sans-serif;max-width:1100px;margin:auto">
+<h1>Recourse audit</h1>
+<p>Variant <b>{html.escape(p.variant)}</b> against the full-precision classifier; attribute <b>{html.escape(p.attribute)}</b>,
+target {target}; seed {result.seed}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
+Metric definitions: shared/docs/metrics.md.</p>
+<h2>Verdict</h2><p style="font-size:18px">{html.escape(result.verdict)}</p>
+{value_cards(result)}
+<h2>Face and recourses</h2>
+{figure("aligned", "input (" + p.alignment + ")")}{figure("teacher_counterfactual", "full-precision recourse x'_f")}
+{figure("teacher_difference", "x'_f - x")}{figure("student_counterfactual", "compressed recourse x'_g")}
+{figure("student_difference", "x'_g - x")}
+<h2>Attributions</h2>
+{figure("integrated-gradients_teacher", "IntegratedGradients, full precision")}{figure("integrated-gradients_student", "IntegratedGradients, fake-quantized twin")}
+{figure("occlusion_teacher", "Occlusion, full precision")}{figure("occlusion_student", f"Occlusion, {result.student_model} model")}
+{attribution_table(result)}
+<h2>Predictions</h2>
+{predictions_chart(p, p.variant)}
+<h2>All values</h2>
+<pre style="font-size:11px;white-space:pre-wrap">{html.escape(json.dumps(record, indent=1))}</pre>
+</body></html>
+"""

@@ -1,0 +1,95 @@
+"""Run ``python app.py`` for real, audit a gallery face in headless Chromium, save a screenshot.
+
+    python -m scripts.app_screenshot --out assets/screenshot.png
+
+Uses Debian's ``chromium`` (``apt-get install chromium``) through Playwright's Python
+package; no browser is downloaded. ``start_app`` and ``audit_gallery_face`` are shared with
+the tests (tests/test_app.py, tests/test_e2e_browser.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterator
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+CHROMIUM = Path("/usr/bin/chromium")
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]
+
+
+@contextlib.contextmanager
+def start_app(timeout: float = 180.0, log: Path | None = None) -> Iterator[str]:
+    """``python app.py`` on a free localhost port; yields its URL once it answers, stops it after."""
+    port = free_port()
+    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+           "GRADIO_ANALYTICS_ENABLED": "False"}
+    output = open(log, "w") if log else subprocess.DEVNULL
+    process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
+    url = f"http://127.0.0.1:{port}/"
+    try:
+        deadline = time.monotonic() + timeout
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"app.py exited with code {process.returncode} before serving")
+            try:
+                with urllib.request.urlopen(url, timeout=2):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise TimeoutError(f"app.py did not answer on {url} within {timeout:.0f} s") from None
+                time.sleep(0.5)
+        yield url
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            process.kill()
+        if log:
+            output.close()
+
+
+def audit_gallery_face(page, url: str, face: int = 0, timeout_ms: int = 120_000) -> None:
+    """Open the app, pick a gallery face, run the audit and wait for the value cards."""
+    page.goto(url, wait_until="domcontentloaded")
+    page.locator("#gallery button.thumbnail-item").nth(face).click(timeout=timeout_ms)
+    page.locator("#aligned img").wait_for(timeout=timeout_ms)
+    page.locator("#run-audit").click()
+    page.locator("#value-cards .value-card").first.wait_for(timeout=timeout_ms)
+    page.locator("#student-cf img").wait_for(timeout=timeout_ms)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=str(ROOT / "assets" / "screenshot.png"))
+    parser.add_argument("--face", type=int, default=0, help="gallery position of the face to audit")
+    args = parser.parse_args()
+    from playwright.sync_api import sync_playwright
+
+    with start_app() as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        audit_gallery_face(page, url, args.face)
+        page.wait_for_timeout(500)  # let the last images paint
+        page.screenshot(path=args.out, full_page=True)
+        browser.close()
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

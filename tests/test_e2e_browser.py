@@ -1,0 +1,34 @@
+"""End to end: ``python app.py`` in headless Debian Chromium, an audit from the gallery."""
+
+import pytest
+
+from recourse.audit import VARIANTS, VARIANTS_DIR
+from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS, audit_gallery_face, start_app
+
+pytestmark = [
+    pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
+    pytest.mark.skipif(not (VARIANTS_DIR / VARIANTS[0] / "config.json").is_file(),
+                       reason=f"the default variant {VARIANTS[0]} is not built"),
+]
+
+
+def test_gallery_audit_in_a_browser(tmp_path):
+    playwright_api = pytest.importorskip("playwright.sync_api")
+    with start_app(log=tmp_path / "app.log") as url, playwright_api.sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        try:
+            page = browser.new_page(viewport={"width": 1400, "height": 900})
+            audit_gallery_face(page, url, face=0)
+            # the two counterfactuals and the difference maps are real, loaded pictures
+            for selector in ("#aligned img", "#teacher-cf img", "#student-cf img"):
+                assert page.locator(selector).evaluate("img => img.complete && img.naturalWidth > 0"), selector
+            cards = page.locator("#value-cards .value-card")
+            assert cards.count() == 7
+            text = page.locator("#value-cards").inner_text()
+            for title in ("V_f(x'_f)", "V_g(x'_f)", "V_g(x'_g)", "CRG_i", "DirSim_i"):
+                assert title in text
+            assert "recourse" in page.locator("#verdict").inner_text()
+            assert "decisions differ" in page.locator("#predictions").inner_text() or \
+                "agree on all 40 decisions" in page.locator("#predictions").inner_text()
+        finally:
+            browser.close()
