@@ -35,6 +35,13 @@ def free_port() -> int:
 @contextlib.contextmanager
 def start_app(timeout: float = 180.0, log: Path | None = None) -> Iterator[str]:
     """``python app.py`` on a free localhost port; yields its URL once it answers, stops it after."""
+    with app_process(timeout, log) as (url, _):
+        yield url
+
+
+@contextlib.contextmanager
+def app_process(timeout: float = 180.0, log: Path | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """As :func:`start_app`, also giving the process (to watch its memory)."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "GRADIO_ANALYTICS_ENABLED": "False"}
@@ -53,7 +60,7 @@ def start_app(timeout: float = 180.0, log: Path | None = None) -> Iterator[str]:
                 if time.monotonic() > deadline:
                     raise TimeoutError(f"app.py did not answer on {url} within {timeout:.0f} s") from None
                 time.sleep(0.5)
-        yield url
+        yield url, process
     finally:
         process.terminate()
         try:
