@@ -214,25 +214,165 @@ def command_counterfactual(args: argparse.Namespace) -> int:
     return 0
 
 
+def _stage_progress():
+    """A ``progress(stage, done, total)`` callback: one bar per stage."""
+    bars: dict[str, tqdm] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage not in bars:
+            bars[stage] = tqdm(desc=stage, total=total, mininterval=2)
+        bars[stage].update(done - bars[stage].n)
+        if done == total:
+            bars[stage].close()
+
+    return update
+
+
+def teacher_recourse_points(args: argparse.Namespace, model, train, count: int):
+    """The teacher's counterfactuals on the first ``count`` training images (cached)."""
+    import hashlib
+
+    from recourse.counterfactual import load_generator
+    from recourse.recourse_points import cached_recourse_points, make_recourse_points
+
+    weights = Path(args.checkpoint) / "model.safetensors"
+    key = hashlib.sha256(weights.read_bytes() + f"{args.generator}:{count}".encode()).hexdigest()[:16]
+    path = Path(args.cache_dir) / f"recourse-points-{key}.safetensors"
+    images = train.images[:count]
+    return cached_recourse_points(path, lambda: make_recourse_points(
+        model, torch.as_tensor(images), generator=load_generator(args.generator), progress=_stage_progress()))
+
+
 def command_quantize(args: argparse.Namespace) -> int:
-    from recourse.evaluation import to_float_images
     from recourse.quantization import quantize, save_variant
 
     model = load_classifier(args.checkpoint)
+    config_class = QUANTIZATION_CONFIGS[args.method]
     options = {"calibration_images": args.calibration_images}
-    if args.sparsity is not None:
-        if args.method != "prune-quant":
-            raise ValueError("--sparsity applies to --method prune-quant only")
-        options["sparsity"] = args.sparsity
-    config = QUANTIZATION_CONFIGS[args.method](**options)
+    for option in ("sparsity", "steps", "budget"):
+        value = getattr(args, option)
+        if value is not None:
+            if option not in config_class.__dataclass_fields__:
+                raise ValueError(f"--{option} does not apply to --method {args.method}")
+            options[option] = value
+    config = config_class(**options)
     train = load_images(Path(args.data), "train", model.config.resolution, _cache(args))
-    variant = quantize(model, config, to_float_images(train.images[: config.calibration_images]))
+    points = teacher_recourse_points(args, model, train, args.recourse_points) if config.needs_recourse_points else None
+    variant = quantize(model, config, torch.as_tensor(train.images), torch.as_tensor(train.labels), points,
+                       progress=_stage_progress())
     out = Path(args.out or VARIANTS_DIR / args.method)
     save_variant(variant, model, out, {"command": _command_line(args), "base_checkpoint": str(args.checkpoint),
                                        "calibration_split": "train", "recourse_version": __version__})
-    print(f"{args.method}: made in {variant.seconds:.1f} s from {config.calibration_images} training images; "
-          f"{variant.bits_per_weight:g} bits per weight; saved to {out}")
+    print(f"{args.method}: made in {variant.seconds:.1f} s; {variant.bits_per_weight:.3g} bits per weight; "
+          f"saved to {out}")
     return 0
+
+
+def command_audit(args: argparse.Namespace) -> int:
+    from recourse.audit import AuditSettings, audit_image
+    from recourse.counterfactual import CounterfactualConfig
+
+    overrides = {k: getattr(args, k) for k in ("steps", "guidance_scale", "seed") if getattr(args, k) is not None}
+    settings = AuditSettings(counterfactual=CounterfactualConfig(**overrides))
+    result = audit_image(Path(args.image), args.variant, args.attribute, args.target, settings)
+    report = {"command": _command_line(args), "image": str(args.image), **result.to_dict()}
+    _write_json(args.json, report)
+    r = result.recourse
+    print(f"{args.attribute}, target {result.predictions.target}, variant {args.variant}: "
+          f"V_f(x'_f)={int(r.teacher_valid)} V_g(x'_f)={int(r.student_accepts_teacher)} V_g(x'_g)={int(r.student_valid)} "
+          f"CRG_i={'-' if r.crg is None else f'{r.crg:.3f}'} DirSim_i={'-' if r.dirsim is None else f'{r.dirsim:.1f}'}"
+          f"{f' ({r.reason})' if r.reason else ''}")
+    print(result.verdict)
+    if args.json:
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _finite(value):
+    """JSON has no NaN: an undefined metric (empty S or B) is written as null."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _folder_bytes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())
+
+
+def command_benchmark(args: argparse.Namespace) -> int:
+    import datetime
+    from dataclasses import asdict
+
+    from accelerate import PartialState
+    from accelerate.utils import gather_object
+
+    from recourse.benchmark import (BenchmarkSettings, Student, benchmark_rows, markdown_table,
+                                    per_attribute_table, task_records)
+    from recourse.counterfactual import load_generator
+    from recourse.quantization import load_variant
+
+    started = time.perf_counter()
+    state = PartialState(cpu=True)
+    settings = BenchmarkSettings(n=args.n, attributes=tuple(args.attributes), chunk_size=args.chunk_size,
+                                 counterfactual=_counterfactual_config(args))
+    teacher = load_classifier(args.checkpoint)
+    variants_dir = Path(args.variants_dir)
+    students = {}
+    for method in args.methods:
+        directory = variants_dir / method
+        if not (directory / "config.json").is_file():
+            raise CheckpointError(f"{directory}: variant not found; make it with "
+                                  f"python -m recourse quantize --method {method} --data PATH --out {directory}")
+        variant = load_variant(directory)
+        students[method] = Student(method, variant.twin, variant.fastest, variant.integer is not None,
+                                   variant.bits_per_weight, variant.seconds, _folder_bytes(directory))
+    generator = load_generator(args.generator)
+    with state.main_process_first():  # one process decodes and caches the images
+        split = load_images(Path(args.data), args.split, teacher.config.resolution, _cache(args))
+    images, labels = torch.as_tensor(split.images), torch.as_tensor(split.labels)
+    weights = {name: _file_digest(Path(path) / "model.safetensors") for name, path in
+               [("fp32", args.checkpoint), ("generator", args.generator)] + [(m, variants_dir / m) for m in args.methods]
+               if (Path(path) / "model.safetensors").is_file()}
+    fingerprint = settings.fingerprint({**weights, "data": str(Path(args.data).resolve()), "split": args.split})
+    out = Path(args.out)
+    progress = _progress_bar(f"benchmark tasks (process {state.process_index + 1}/{state.num_processes})")
+    records = task_records(images, teacher, students, settings, generator, out / "cache", fingerprint,
+                           state.process_index, state.num_processes,
+                           lambda done, total: progress(done * settings.chunk_size, total * settings.chunk_size))
+    records = gather_object(records) if state.num_processes > 1 else records
+    if state.is_main_process:
+        train_seconds = float(read_config(args.checkpoint).get("training_seconds", 0.0))
+        rows = benchmark_rows(records, teacher, students, images, labels, train_seconds,
+                              _folder_bytes(Path(args.checkpoint)), settings)
+        report = {
+            "date": datetime.date.today().isoformat(), "command": _command_line(args),
+            "split": args.split, "n": len(records), "attributes": list(settings.attributes),
+            "accuracy_images": len(images), "processes": state.num_processes,
+            "seconds": round(time.perf_counter() - started, 1), "settings": asdict(settings),
+            "definitions": "shared/docs/metrics.md (VD = Validity Drop)",
+            "rows": [asdict(row) for row in rows],
+        }
+        out.mkdir(parents=True, exist_ok=True)
+        _write_json(str(out / "benchmark.json"), _finite(report))
+        (out / "benchmark.md").write_text(
+            f"Benchmark on {args.split} ({report['date']}): `{report['command']}`; N = {len(records)} recourse tasks, "
+            f"attributes {', '.join(settings.attributes)}; accuracy on all {len(images)} images; "
+            f"{state.num_processes} process(es), {report['seconds']:.0f} s.\n\n"
+            + markdown_table(rows) + "\n\nPer attribute (VD % / CRG / DirSim %):\n\n" + per_attribute_table(rows) + "\n")
+        print(markdown_table(rows))
+        print(f"wrote {out / 'benchmark.json'} and {out / 'benchmark.md'} in {report['seconds']:.0f} s")
+    state.wait_for_everyone()
+    return 0
+
+
+def _file_digest(path: Path) -> str:
+    import hashlib
+
+    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -274,10 +414,30 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_options(quantize)
     quantize.add_argument("--method", required=True, choices=sorted(QUANTIZATION_CONFIGS))
     quantize.add_argument("--sparsity", type=float, help="prune-quant: share of weights set to zero (default 0.3)")
+    quantize.add_argument("--steps", type=int, help="fine-tuning steps of the QAT methods (default 300)")
+    quantize.add_argument("--budget", type=float, help="mixed-precision methods: mean bits per weight (default 4.0)")
+    quantize.add_argument("--recourse-points", type=int, default=512,
+                          help="cf-ptq, cfq-qat: training images to make the teacher's recourse points from")
+    quantize.add_argument("--generator", default=str(GENERATOR_DIR), help="generator of the recourse points")
     quantize.add_argument("--checkpoint", default=str(CHECKPOINT_DIRS["classifier"]), help="full-precision classifier")
     quantize.add_argument("--calibration-images", type=int, default=512)
     quantize.add_argument("--out", help="variant folder (default checkpoints/variants/<method>)")
     quantize.set_defaults(run=command_quantize)
+
+    bench = commands.add_parser("benchmark", help="all variants against the classifier: Acc, VD, CRG, DirSim, cost, speed")
+    add_data_options(bench)
+    add_generation_options(bench)
+    bench.add_argument("--split", choices=SPLITS, default="test")
+    bench.add_argument("--n", "--tasks", dest="n", type=int, default=500,
+                       help="recourse tasks (one per image, attributes in turn); under torchrun or accelerate "
+                            "launch write --tasks, since their own parsers read --n as one of their options")
+    bench.add_argument("--out", required=True, help="folder for benchmark.json, benchmark.md and the resumable cache")
+    bench.add_argument("--methods", nargs="+", default=list(QUANTIZATION_CONFIGS), choices=list(QUANTIZATION_CONFIGS))
+    bench.add_argument("--attributes", nargs="+", default=["Smiling", "Young", "Male", "Eyeglasses"])
+    bench.add_argument("--checkpoint", default=str(CHECKPOINT_DIRS["classifier"]), help="full-precision classifier")
+    bench.add_argument("--variants-dir", default=str(VARIANTS_DIR))
+    bench.add_argument("--chunk-size", type=int, default=20, help="tasks per cached chunk")
+    bench.set_defaults(run=command_benchmark)
 
     train_generator = commands.add_parser("train-generator", help="train the latent diffusion face generator")
     add_data_options(train_generator)
@@ -308,6 +468,17 @@ def build_parser() -> argparse.ArgumentParser:
     single.add_argument("--no-align", action="store_true", help="the photo is already a CelebA-HQ-framed face")
     add_generation_options(single)
     single.set_defaults(run=command_counterfactual)
+
+    audit = commands.add_parser("audit", help="per-image recourse audit of a compressed variant against the classifier")
+    audit.add_argument("image", help="a photo (aligned automatically)")
+    audit.add_argument("--variant", required=True, help="compressed variant id, e.g. ptq-int8")
+    audit.add_argument("--attribute", required=True, help="one of the 40 CelebA attribute names, e.g. Smiling")
+    audit.add_argument("--target", type=int, choices=(0, 1), help="default: flip the classifier's decision")
+    audit.add_argument("--steps", type=int, help="DDIM steps over the whole schedule")
+    audit.add_argument("--guidance-scale", type=float)
+    audit.add_argument("--seed", type=int)
+    audit.add_argument("--json", help="write the whole audit here")
+    audit.set_defaults(run=command_audit)
     return parser
 
 

@@ -6,6 +6,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
+from torch import nn
 from PIL import Image
 
 from recourse.data import ATTRIBUTES
@@ -55,3 +57,22 @@ def celeba_folder(tmp_path: Path) -> tuple[Path, np.ndarray]:
     (root / "list_attr_celeba.txt").write_text("\n".join([" ".join(ATTRIBUTES), *rows]) + "\n")
     (root / "list_eval_partition.txt").write_text("000001.jpg 0\n000002.jpg 0\n000003.jpg 1\n000004.jpg 2\n000005.jpg 2\n")
     return root, labels
+
+
+@pytest.fixture(scope="session")
+def tiny_generator():
+    """A 16×16 latent generator with an 8-component basis that has a brightness direction."""
+    from recourse.counterfactual import LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
+
+    torch.manual_seed(0)
+    faces = (np.random.default_rng(0).random((64, 3, 16, 16)) * 255).astype(np.uint8)
+    faces[:32] //= 2  # a brightness direction for the basis to capture
+    autoencoder = fit_pca_autoencoder(faces, latent_dim=8)
+    return LatentFaceGenerator(autoencoder, LatentDenoiser(latent_dim=8, width=16, depth=1), default_scheduler())
+
+
+class BrightnessModel(nn.Module):
+    """Logit of every attribute = 20 · (mean brightness − 0.5): a known, smooth decision."""
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return (20 * (images.mean(dim=(1, 2, 3)) - 0.5)).unsqueeze(1).expand(-1, 40)

@@ -1,35 +1,17 @@
 import json
 
-import numpy as np
 import pytest
 import torch
-from torch import nn
 
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 from recourse.counterfactual import (
-    CounterfactualConfig, LatentDenoiser, LatentFaceGenerator, PixelFaceGenerator, default_scheduler,
-    fit_pca_autoencoder, generate, load_generator,
+    CounterfactualConfig, LatentFaceGenerator, PixelFaceGenerator, generate, load_generator,
 )
 from recourse.data import ATTRIBUTES
+from tests.conftest import BrightnessModel
 
 SMILING = ATTRIBUTES.index("Smiling")
 FAST = CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=5)
-
-
-class BrightnessModel(nn.Module):
-    """Logit of every attribute = 20 · (mean brightness − 0.5): a known, smooth decision."""
-
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        return (20 * (images.mean(dim=(1, 2, 3)) - 0.5)).unsqueeze(1).expand(-1, 40)
-
-
-@pytest.fixture(scope="module")
-def tiny_generator() -> LatentFaceGenerator:
-    torch.manual_seed(0)
-    faces = (np.random.default_rng(0).random((64, 3, 16, 16)) * 255).astype(np.uint8)
-    faces[:32] //= 2  # a brightness direction for the basis to capture
-    autoencoder = fit_pca_autoencoder(faces, latent_dim=8)
-    return LatentFaceGenerator(autoencoder, LatentDenoiser(latent_dim=8, width=16, depth=1), default_scheduler())
 
 
 @pytest.fixture

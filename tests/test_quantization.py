@@ -2,7 +2,9 @@ import pytest
 import torch
 
 from recourse.classifier import AttributeClassifier, ClassifierConfig
-from recourse.quantization import PTQInt4Config, PTQInt8Config, quantize
+from recourse.quantization import (CFPTQConfig, CFQQATConfig, KDQuantConfig, MixedPrecQATConfig, PruneQuantConfig,
+                                   PTQInt4Config, PTQInt8Config, quantize)
+from recourse.recourse_points import RecoursePoints
 
 
 @pytest.fixture(scope="module")
@@ -11,6 +13,27 @@ def model_and_images():
     model = AttributeClassifier(ClassifierConfig(widths=(8, 16), dropout=0.0)).eval()
     images = torch.rand(64, 3, 32, 32, generator=torch.Generator().manual_seed(1))
     return model, images
+
+
+@pytest.fixture(scope="module")
+def labels_and_points(model_and_images):
+    model, images = model_and_images
+    generator = torch.Generator().manual_seed(2)
+    labels = (torch.rand(len(images), 40, generator=generator) > 0.5).long()
+    points = RecoursePoints(images=torch.rand(16, 3, 32, 32, generator=generator),
+                            attributes=torch.randint(0, 40, (16,), generator=generator),
+                            targets=(torch.rand(16, generator=generator) > 0.5).float(),
+                            sources=torch.arange(16), attempted=20, seconds=1.5)
+    return labels, points
+
+
+ALL_METHODS = [
+    PTQInt8Config(calibration_images=32), PTQInt4Config(calibration_images=32),
+    PruneQuantConfig(calibration_images=32), CFPTQConfig(calibration_images=32, search_images=16),
+    MixedPrecQATConfig(steps=3, batch_size=8, sensitivity_images=16),
+    CFQQATConfig(steps=3, batch_size=8, sensitivity_images=16, recourse_batch_size=4),
+    KDQuantConfig(steps=3, batch_size=8),
+]
 
 
 def test_full_precision_model_is_never_modified(model_and_images):
@@ -46,7 +69,7 @@ def test_twin_is_differentiable(model_and_images):
 def test_int4_weights_take_at_most_sixteen_values_per_channel(model_and_images):
     model, images = model_and_images
     result = quantize(model, PTQInt4Config(calibration_images=32), images)
-    assert result.integer is None and result.fastest is result.twin
+    assert result.fastest is result.integer  # 4-bit codes run in the 8-bit kernels
     fake_quantized = [m for m in result.twin.modules() if hasattr(m, "weight_fake_quant")]
     assert fake_quantized
     for module in fake_quantized:
@@ -65,19 +88,70 @@ def test_bad_arguments_are_rejected(model_and_images):
         quantize(model, "ptq-int8", images)
 
 
-@pytest.mark.parametrize("config", [PTQInt8Config(calibration_images=32), PTQInt4Config(calibration_images=32)])
-def test_saved_variant_reloads_with_identical_outputs(model_and_images, config, tmp_path):
+@pytest.mark.parametrize("config", ALL_METHODS, ids=lambda c: c.method)
+def test_every_method_saves_compactly_and_reloads_with_identical_outputs(model_and_images, labels_and_points,
+                                                                         config, tmp_path):
     from recourse.quantization import load_variant, save_variant
 
     model, images = model_and_images
-    variant = quantize(model, config, images)
+    labels, points = labels_and_points
+    before = {k: v.clone() for k, v in model.state_dict().items()}
+    variant = quantize(model, config, images, labels, points)
+    for key, value in model.state_dict().items():
+        assert torch.equal(value, before[key]), key
     save_variant(variant, model, tmp_path / "variant", {"command": "test"})
     loaded = load_variant(tmp_path / "variant")
     assert loaded.config == config and loaded.details["command"] == "test"
+    assert loaded.layer_bits == variant.layer_bits
     with torch.no_grad():
         torch.testing.assert_close(loaded.twin(images), variant.twin(images), rtol=0, atol=0)
-        if variant.integer is not None:
-            torch.testing.assert_close(loaded.integer(images), variant.integer(images), rtol=0, atol=0)
+        torch.testing.assert_close(loaded.integer(images), variant.integer(images), rtol=0, atol=0)
+        twin_decisions, integer_decisions = variant.twin(images) >= 0, variant.integer(images) >= 0
+    assert (twin_decisions == integer_decisions).float().mean() > 0.98
+    # weights are stored only as codes packed at their layer's width, never as floats
+    from safetensors.torch import load_file
+
+    stored = load_file(str(tmp_path / "variant" / "model.safetensors"))
+    for name, layer in variant.twin.named_modules():
+        if hasattr(layer, "weight_fake_quant"):
+            assert f"{name}.weight" not in stored
+            bits = variant.layer_bits[name]
+            assert stored[f"{name}.weight_codes"].numel() == -(-layer.weight.numel() * bits // 8)
+    if config.method in ("cf-ptq", "cfq-qat"):
+        assert variant.seconds >= points.seconds  # making the recourse points counts in T_make
+
+
+@pytest.mark.parametrize("config", [MixedPrecQATConfig(steps=2, batch_size=8, sensitivity_images=16, budget=b)
+                                    for b in (3.5, 4.0, 6.0)], ids=lambda c: f"budget-{c.budget}")
+def test_mixed_precision_stays_within_its_budget(model_and_images, labels_and_points, config):
+    model, images = model_and_images
+    variant = quantize(model, config, images, labels_and_points[0])
+    assert variant.bits_per_weight <= config.budget + 1e-9
+    assert set(variant.layer_bits.values()) <= set(config.bit_choices)
+
+
+def test_fine_tuning_changes_the_twin_and_keeps_it_differentiable(model_and_images, labels_and_points):
+    model, images = model_and_images
+    untuned = quantize(model, KDQuantConfig(steps=0), images, labels_and_points[0])
+    tuned = quantize(model, KDQuantConfig(steps=5, batch_size=8, learning_rate=1e-2), images, labels_and_points[0])
+    with torch.no_grad():
+        assert not torch.equal(tuned.twin(images), untuned.twin(images))
+    assert tuned.details["fine_tuning"]["steps"] == 5
+    x = images[:2].clone().requires_grad_(True)
+    tuned.twin(x)[:, 3].sum().backward()
+    assert x.grad.abs().sum() > 0
+
+
+def test_methods_that_need_labels_or_recourse_points_say_so(model_and_images):
+    model, images = model_and_images
+    with pytest.raises(ValueError, match="labels"):
+        quantize(model, KDQuantConfig(steps=1), images)
+    with pytest.raises(ValueError, match="recourse points"):
+        quantize(model, CFPTQConfig(), images)
+    with pytest.raises(ValueError, match="budget"):
+        MixedPrecQATConfig(budget=2.0)
+    with pytest.raises(ValueError, match="clip_grid"):
+        CFPTQConfig(clip_grid=(1.2,))
 
 
 def test_broken_variant_folder_is_reported(tmp_path):
@@ -105,8 +179,6 @@ def test_magnitude_pruning_zeroes_the_smallest_weights_globally():
 
 
 def test_prune_quant_keeps_the_stated_sparsity_through_quantization(model_and_images):
-    from recourse.quantization import PruneQuantConfig
-
     model, images = model_and_images
     variant = quantize(model, PruneQuantConfig(calibration_images=32, sparsity=0.5), images)
     assert variant.integer is not None and variant.details["sparsity"] == 0.5

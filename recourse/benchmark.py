@@ -1,0 +1,268 @@
+"""The benchmark: every compressed variant against the full-precision classifier, on
+accuracy, recourse (VD, CRG, DirSim per ``metrics.md``), cost and speed.
+
+Tasks: test image ``i`` (the first ``n``) with attribute ``attributes[i % len(attributes)]``,
+target ``1 − d^f_a(x)`` and seed ``counterfactual.seed + i``. Tasks are processed in fixed
+chunks; each chunk's per-task values are cached as JSON, so an interrupted run resumes and
+the chunks can be shared between processes (Hugging Face Accelerate: each process takes
+every K-th chunk, rank 0 gathers the records and computes the table). A chunk's result
+does not depend on which process computes it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import statistics
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+from recourse.counterfactual import CounterfactualConfig, FaceGenerator, attribute_index, generate
+from recourse.evaluation import to_float_images
+from recourse.metrics import (agreement, both_valid, decisions, direction_cosines, mean_accuracy, overhead,
+                              recourse_gap, success_rate, validity_drop)
+
+FP32 = "fp32"
+
+
+@dataclass(frozen=True)
+class BenchmarkSettings:
+    n: int = 500
+    attributes: tuple[str, ...] = ("Smiling", "Young", "Male", "Eyeglasses")
+    chunk_size: int = 20
+    counterfactual: CounterfactualConfig = CounterfactualConfig()
+    latency_repeats: int = 15
+
+    def __post_init__(self) -> None:
+        if self.n < 1 or self.chunk_size < 1 or self.latency_repeats < 1:
+            raise ValueError(f"n, chunk_size and latency_repeats must be >= 1, got {self.n}, "
+                             f"{self.chunk_size}, {self.latency_repeats}")
+        for attribute in self.attributes:
+            attribute_index(attribute)
+        if not self.attributes:
+            raise ValueError("at least one attribute is needed")
+
+    def fingerprint(self, models: dict[str, str]) -> str:
+        """Identifies what a cached chunk was computed with (settings and model weights)."""
+        text = json.dumps({"settings": asdict(self), "models": models}, sort_keys=True, default=str)
+        return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class Student:
+    """A variant as the benchmark sees it."""
+
+    method: str
+    twin: nn.Module  # guides the student's counterfactuals
+    decider: nn.Module  # gives the student's decisions: integer kernels where they exist
+    integer_kernels: bool
+    bits_per_weight: float
+    make_seconds: float
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class BenchmarkRow:
+    method: str
+    acc: float
+    vd: float | None
+    crg: float | None
+    dirsim: float | None
+    success_rate: float | None
+    overhead: float | None
+    agreement: float
+    bits_per_weight: float
+    size_mb: float
+    latency_batch1_ms: float
+    latency_batch32_ms: float
+    integer_kernels: bool
+    n: int
+    s: int
+    b: int
+    per_attribute: dict = field(default_factory=dict)
+
+
+# ---------------------------------------------------------------------------------------
+# Per-task records
+# ---------------------------------------------------------------------------------------
+
+
+def chunk_records(images: torch.Tensor, first_task: int, teacher: nn.Module, students: dict[str, Student],
+                  settings: BenchmarkSettings, generator: FaceGenerator | None) -> list[dict]:
+    """Teacher and student counterfactuals for tasks ``first_task …`` (one per image)."""
+    records = [{"task": first_task + k} for k in range(len(images))]
+    slots = [(first_task + k) % len(settings.attributes) for k in range(len(images))]
+    for slot, attribute in enumerate(settings.attributes):
+        rows = [k for k, s in enumerate(slots) if s == slot]
+        if not rows:
+            continue
+        index = attribute_index(attribute)
+        x = images[rows]
+        seeds = tuple(settings.counterfactual.seed + first_task + k for k in rows)
+        with torch.no_grad():
+            target = (torch.sigmoid(teacher(x)[:, index]) < 0.5).long()
+        teacher_cf = generate(x, teacher, attribute, target, settings.counterfactual, generator, seeds)
+        teacher_change = teacher_cf.images - x
+        for position, k in enumerate(rows):
+            records[k].update(attribute=attribute, target=int(target[position]),
+                              teacher_valid=bool(teacher_cf.valid[position]),
+                              teacher_cost=float(teacher_cf.cost[position]), students={})
+        for method, student in students.items():
+            student_cf = generate(x, student.twin, attribute, target, settings.counterfactual, generator, seeds)
+            with torch.no_grad():
+                accepts = decisions(student.decider(teacher_cf.images))[:, index] == target
+                valid = decisions(student.decider(student_cf.images))[:, index] == target
+            cosines = direction_cosines(teacher_change, student_cf.images - x)
+            for position, k in enumerate(rows):
+                records[k]["students"][method] = {
+                    "accepts_teacher": bool(accepts[position]), "valid": bool(valid[position]),
+                    "cost": float(student_cf.cost[position]), "cosine": float(cosines[position]),
+                }
+    return records
+
+
+def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, Student],
+                 settings: BenchmarkSettings, generator: FaceGenerator | None, cache_dir: Path, fingerprint: str,
+                 rank: int = 0, world: int = 1, progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    """This process's share of the task records, from the cache where it has them."""
+    cache_dir.mkdir(parents=True, exist_ok=True)
+    n = min(settings.n, len(images))
+    starts = list(range(0, n, settings.chunk_size))[rank::world]
+    records: list[dict] = []
+    for done, start in enumerate(starts):
+        path = cache_dir / f"chunk-{start:06d}.json"
+        cached = json.loads(path.read_text()) if path.is_file() else None
+        if cached is not None and cached.get("fingerprint") == fingerprint:
+            chunk = cached["records"]
+        else:
+            stop = min(start + settings.chunk_size, n)
+            chunk = chunk_records(_as_float(images[start:stop]), start, teacher, students, settings, generator)
+            temporary = path.with_suffix(".tmp")
+            temporary.write_text(json.dumps({"fingerprint": fingerprint, "records": chunk}))
+            temporary.replace(path)
+        records += chunk
+        if progress:
+            progress(done + 1, len(starts))
+    return records
+
+
+# ---------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------
+
+
+def recourse_summary(records: list[dict], method: str) -> dict:
+    """VD, CRG, DirSim, success rate, N, |S| and |B| of one student over ``records``."""
+    teacher_valid = torch.tensor([r["teacher_valid"] for r in records], dtype=torch.bool)
+    teacher_cost = torch.tensor([r["teacher_cost"] for r in records], dtype=torch.float64)
+    student = [r["students"][method] for r in records]
+    accepts = torch.tensor([s["accepts_teacher"] for s in student], dtype=torch.bool)
+    valid = torch.tensor([s["valid"] for s in student], dtype=torch.bool)
+    cost = torch.tensor([s["cost"] for s in student], dtype=torch.float64)
+    cosine = torch.tensor([s["cosine"] for s in student], dtype=torch.float64)
+    vd, s_size = validity_drop(teacher_valid, accepts)
+    mask = both_valid(teacher_valid, valid)
+    dirsim = 100.0 * float(cosine[mask].mean()) if bool(mask.any()) else float("nan")
+    return {"vd": vd, "crg": recourse_gap(teacher_cost, cost, mask), "dirsim": dirsim,
+            "success_rate": success_rate(valid), "n": len(records), "s": s_size, "b": int(mask.sum())}
+
+
+@torch.no_grad()
+def all_decisions(model: nn.Module, images: torch.Tensor, batch_size: int = 250) -> torch.Tensor:
+    return torch.cat([decisions(model(_as_float(images[i:i + batch_size]))) for i in range(0, len(images), batch_size)])
+
+
+@torch.no_grad()
+def median_latency_ms(model: nn.Module, batch: torch.Tensor, repeats: int) -> float:
+    model(batch)  # warm-up
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        model(batch)
+        times.append(time.perf_counter() - started)
+    return 1000 * statistics.median(times)
+
+
+def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, Student], images: torch.Tensor,
+                   labels: torch.Tensor, train_seconds: float, teacher_size_bytes: int,
+                   settings: BenchmarkSettings) -> list[BenchmarkRow]:
+    """One row for the teacher and one per student; accuracy on all of ``images``."""
+    records = sorted(records, key=lambda r: r["task"])
+    labels = labels.long()
+    teacher_decisions = all_decisions(teacher, images)
+    batch1, batch32 = _as_float(images[:1]), _as_float(images[:32])
+    rows = [BenchmarkRow(
+        method=FP32, acc=mean_accuracy(teacher_decisions, labels), vd=None, crg=None, dirsim=None,
+        success_rate=100.0 * sum(r["teacher_valid"] for r in records) / len(records), overhead=None,
+        agreement=100.0, bits_per_weight=32.0, size_mb=teacher_size_bytes / 1e6,
+        latency_batch1_ms=median_latency_ms(teacher, batch1, settings.latency_repeats),
+        latency_batch32_ms=median_latency_ms(teacher, batch32, settings.latency_repeats),
+        integer_kernels=False, n=len(records), s=sum(r["teacher_valid"] for r in records), b=0,
+    )]
+    reference = students["ptq-int8"].make_seconds if "ptq-int8" in students else None
+    for method, student in students.items():
+        student_decisions = all_decisions(student.decider, images)
+        summary = recourse_summary(records, method)
+        per_attribute = {a: recourse_summary([r for r in records if r["attribute"] == a], method)
+                         for a in settings.attributes if any(r["attribute"] == a for r in records)}
+        rows.append(BenchmarkRow(
+            method=method, acc=mean_accuracy(student_decisions, labels), vd=summary["vd"], crg=summary["crg"],
+            dirsim=summary["dirsim"], success_rate=summary["success_rate"],
+            overhead=overhead(train_seconds, student.make_seconds, reference) if reference is not None else None,
+            agreement=agreement(teacher_decisions, student_decisions), bits_per_weight=student.bits_per_weight,
+            size_mb=student.size_bytes / 1e6,
+            latency_batch1_ms=median_latency_ms(student.decider, batch1, settings.latency_repeats),
+            latency_batch32_ms=median_latency_ms(student.decider, batch32, settings.latency_repeats),
+            integer_kernels=student.integer_kernels, n=summary["n"], s=summary["s"], b=summary["b"],
+            per_attribute=per_attribute,
+        ))
+    return rows
+
+
+def _as_float(images: torch.Tensor) -> torch.Tensor:
+    return images if images.is_floating_point() else to_float_images(images)
+
+
+# ---------------------------------------------------------------------------------------
+# Report
+# ---------------------------------------------------------------------------------------
+
+
+def _number(value: float | None, digits: int = 2, suffix: str = "") -> str:
+    if value is None:
+        return "—"
+    if value != value:  # NaN: undefined (empty S or B)
+        return "n/a"
+    return f"{value:.{digits}f}{suffix}"
+
+
+def markdown_table(rows: list[BenchmarkRow]) -> str:
+    header = ("| method | Acc % | VD % ↓ | CRG ↓ | DirSim % ↑ | student success % | Overhead | agreement % "
+              "| bits/weight | size MB | batch-1 ms | batch-32 ms | N | \\|S\\| | \\|B\\| |")
+    lines = [header, "|" + "---|" * 15]
+    for row in rows:
+        kernels = "" if row.integer_kernels or row.method == FP32 else " (fake-quant)"
+        lines.append(
+            f"| {row.method} | {row.acc:.2f} | {_number(row.vd, 1)} | {_number(row.crg, 3)} | {_number(row.dirsim, 1)} "
+            f"| {_number(row.success_rate, 1)} | {_number(row.overhead, 3, '×')} | {row.agreement:.2f} "
+            f"| {row.bits_per_weight:.2f} | {row.size_mb:.2f} | {row.latency_batch1_ms:.2f}{kernels} "
+            f"| {row.latency_batch32_ms:.1f}{kernels} | {row.n} | {row.s} | {'—' if row.method == FP32 else row.b} |")
+    return "\n".join(lines)
+
+
+def per_attribute_table(rows: list[BenchmarkRow]) -> str:
+    attributes = list(next((r.per_attribute for r in rows if r.per_attribute), {}))
+    lines = ["| method | " + " | ".join(f"{a} VD / CRG / DirSim" for a in attributes) + " |",
+             "|---|" + "---|" * len(attributes)]
+    for row in rows:
+        if not row.per_attribute:
+            continue
+        cells = [f"{_number(v['vd'], 1)} / {_number(v['crg'], 3)} / {_number(v['dirsim'], 1)}"
+                 for v in row.per_attribute.values()]
+        lines.append(f"| {row.method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)

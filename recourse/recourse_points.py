@@ -1,0 +1,101 @@
+"""The teacher's recourse points: counterfactuals of the full-precision model on training
+images, made once by the generator and cached, for the counterfactual-aware methods."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+from safetensors.torch import load_file, save_file
+from torch import nn
+
+from recourse.counterfactual import CounterfactualConfig, FaceGenerator, attribute_index, generate
+from recourse.evaluation import to_float_images
+
+DEFAULT_ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
+
+
+@dataclass(frozen=True)
+class RecoursePoints:
+    """Valid teacher counterfactuals ``x'_f`` with their attribute index and target."""
+
+    images: torch.Tensor  # (M, 3, H, W) in [0, 1]
+    attributes: torch.Tensor  # (M,) long, index into the 40 attributes
+    targets: torch.Tensor  # (M,) float 0/1
+    sources: torch.Tensor  # (M,) long, index of the training image
+    attempted: int  # tasks tried; M of them were valid for the teacher
+    seconds: float  # wall-clock to generate all attempted tasks
+
+    @property
+    def count(self) -> int:
+        return len(self.images)
+
+    def subset(self, count: int) -> "RecoursePoints":
+        return RecoursePoints(self.images[:count], self.attributes[:count], self.targets[:count],
+                              self.sources[:count], self.attempted, self.seconds)
+
+    def save(self, path: str | os.PathLike) -> None:
+        path = Path(path)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_file({"images": self.images.contiguous(), "attributes": self.attributes, "targets": self.targets,
+                   "sources": self.sources},
+                  str(path), metadata={"attempted": str(self.attempted), "seconds": str(self.seconds)})
+
+    @classmethod
+    def load(cls, path: str | os.PathLike) -> "RecoursePoints":
+        from safetensors import safe_open
+
+        with safe_open(str(path), "pt") as handle:
+            metadata = handle.metadata()
+        tensors = load_file(str(path))
+        return cls(tensors["images"], tensors["attributes"], tensors["targets"], tensors["sources"],
+                   int(metadata["attempted"]), float(metadata["seconds"]))
+
+
+def make_recourse_points(
+    teacher: nn.Module, images: torch.Tensor, attributes: tuple[str, ...] = DEFAULT_ATTRIBUTES,
+    config: CounterfactualConfig = CounterfactualConfig(), generator: FaceGenerator | None = None,
+    batch_size: int = 64, progress: Callable[[str, int, int], None] | None = None,
+) -> RecoursePoints:
+    """Image ``i`` gets attribute ``attributes[i % len(attributes)]`` and the target that flips
+    the teacher's decision; seeds are ``config.seed + i``. Only teacher-valid results are kept."""
+    started = time.perf_counter()
+    images = images if images.is_floating_point() else to_float_images(images)
+    kept: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
+    done = 0
+    for slot, attribute in enumerate(attributes):
+        index = attribute_index(attribute)
+        rows = torch.arange(slot, len(images), len(attributes))
+        for start in range(0, len(rows), batch_size):
+            chunk = rows[start:start + batch_size]
+            with torch.no_grad():
+                target = (torch.sigmoid(teacher(images[chunk])[:, index]) < 0.5).long()
+            result = generate(images[chunk], teacher, attribute, target, config, generator,
+                              seeds=tuple(config.seed + int(i) for i in chunk))
+            valid = result.valid.bool()
+            kept.append((result.images[valid], torch.full((int(valid.sum()),), index), target[valid].float(), chunk[valid]))
+            done += len(chunk)
+            if progress:
+                progress("teacher recourse points", done, len(images))
+    order = torch.cat([k[3] for k in kept]).argsort()
+    return RecoursePoints(
+        images=torch.cat([k[0] for k in kept])[order], attributes=torch.cat([k[1] for k in kept])[order],
+        targets=torch.cat([k[2] for k in kept])[order], sources=torch.cat([k[3] for k in kept])[order],
+        attempted=len(images), seconds=time.perf_counter() - started)
+
+
+def cached_recourse_points(path: str | os.PathLike, make: Callable[[], RecoursePoints]) -> RecoursePoints:
+    """Load ``path`` if it exists; otherwise ``make()`` and save there (a JSON note beside)."""
+    path = Path(path)
+    if path.is_file():
+        return RecoursePoints.load(path)
+    points = make()
+    points.save(path)
+    path.with_suffix(".json").write_text(json.dumps(
+        {"valid": points.count, "attempted": points.attempted, "seconds": round(points.seconds, 1)}) + "\n")
+    return points

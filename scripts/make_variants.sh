@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Rebuild the committed compressed variants from the committed classifier, one after
+# another (each records its own command and wall-clock in checkpoints/variants/<id>/config.json).
+#   bash scripts/make_variants.sh ../shared/data/celeba-hq-64 [METHOD ...]
+set -euo pipefail
+data=${1:?usage: scripts/make_variants.sh DATA [METHOD ...]}
+shift
+methods=("$@")
+[ ${#methods[@]} -gt 0 ] || methods=(ptq-int8 ptq-int4 prune-quant cf-ptq kd-quant mixedprec-qat cfq-qat)
+for method in "${methods[@]}"; do
+    python -m recourse quantize --method "$method" --data "$data"
+done
