@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import tempfile
+import time
 from pathlib import Path
 
 import gradio as gr
@@ -32,6 +34,8 @@ DEFAULTS = CounterfactualConfig()
 # Two heavy requests at a time on two cores; the rest wait in the queue (never dropped).
 HEAVY_CONCURRENCY = int(os.environ.get("RECOURSE_APP_CONCURRENCY", "2"))
 EXPECTED_ERRORS = (ValueError, CheckpointError, OSError)  # bad input and missing checkpoints
+EXPORTS = Path(tempfile.gettempdir()) / f"recourse-audit-exports-{os.getpid()}"
+EXPORT_LIFETIME_S = 3600
 
 
 # ---------------------------------------------------------------------------------------
@@ -81,8 +85,13 @@ def target_from(label: str):
 
 
 def _export(result, source: str) -> tuple[str, str]:
-    """The audit as JSON and as a one-page HTML report, in a fresh folder."""
-    folder = Path(tempfile.mkdtemp(prefix="audit-"))
+    """The audit as JSON and as a one-page HTML report, in a fresh folder. Gradio serves a
+    copy from its own cache, so folders older than an hour are removed here."""
+    EXPORTS.mkdir(parents=True, exist_ok=True)
+    for old in EXPORTS.iterdir():
+        if time.time() - old.stat().st_mtime > EXPORT_LIFETIME_S:
+            shutil.rmtree(old, ignore_errors=True)
+    folder = Path(tempfile.mkdtemp(prefix="audit-", dir=EXPORTS))
     stem = f"audit-{result.predictions.variant}-{result.predictions.attribute}"
     json_path, html_path = folder / f"{stem}.json", folder / f"{stem}.html"
     json_path.write_text(json.dumps({"image": source, **result.to_dict()}, indent=2) + "\n")
@@ -238,7 +247,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(36
                                          "provenance in assets/gallery/*.json)", columns=6, height=180,
                                          allow_preview=False, elem_id="gallery")
                     upload = gr.File(label="…or upload a photo (aligned automatically)", type="filepath",
-                                     elem_id="upload")
+                                     height=110, elem_id="upload")
                 with gr.Column(scale=1):
                     aligned_view = gr.Image(label="Face audited (aligned crop)", type="pil", format="png", interactive=False,
                                             height=200, elem_id="aligned")

@@ -37,9 +37,9 @@ def enlarge(picture: Image.Image, size: int = DISPLAY_SIZE) -> Image.Image:
 
 
 def _bar(probability: float, colour: str) -> str:
-    return (f'<div style="background:#e5e7eb;width:120px;height:10px;display:inline-block;vertical-align:middle">'
-            f'<div style="background:{colour};width:{probability * 120:.0f}px;height:10px"></div></div>'
-            f' <span style="font-family:monospace">{probability:.2f}</span>')
+    return (f'<span style="white-space:nowrap"><span style="background:#e5e7eb;width:70px;height:9px;'
+            f'display:inline-block;vertical-align:middle"><span style="background:{colour};width:{probability * 70:.0f}px;'
+            f'height:9px;display:block"></span></span> <span style="font-family:monospace">{probability:.2f}</span></span>')
 
 
 def predictions_chart(predictions: Predictions, student_name: str = "compressed") -> str:
@@ -54,13 +54,13 @@ def predictions_chart(predictions: Predictions, student_name: str = "compressed"
             label = f"<b>{label}</b> (audited)"
         if name in diverging:
             label += ' <b style="color:#b45309">decisions differ</b>'
-        rows.append(f'<tr style="background:{background}"><td style="padding:1px 6px">{label}</td>'
-                    f'<td style="padding:1px 6px">{_bar(teacher, "#2563eb")}</td>'
-                    f'<td style="padding:1px 6px">{_bar(student, "#db2777")}</td></tr>')
+        cell = 'style="padding:0 4px;border:none"'
+        rows.append(f'<tr style="background:{background}"><td {cell}>{label}</td>'
+                    f'<td {cell}>{_bar(teacher, "#2563eb")}</td><td {cell}>{_bar(student, "#db2777")}</td></tr>')
     summary = (f"{len(diverging)} of 40 decisions differ: {html.escape(', '.join(predictions.diverging))}"
                if diverging else "The two models agree on all 40 decisions.")
     return (f'<div class="predictions-chart"><p><b>{summary}</b></p>'
-            f'<table style="border-collapse:collapse;font-size:13px"><tr><th align="left">attribute</th>'
+            f'<table style="border-collapse:collapse;font-size:12px;line-height:1.25"><tr><th align="left">attribute</th>'
             f'<th align="left">full precision p</th><th align="left">{html.escape(student_name)} p</th></tr>'
             + "".join(rows) + "</table></div>")
 
