@@ -443,7 +443,7 @@ def scan_folder(
     count: int = 16,
     split: str = "test",
     settings: AuditSettings = AuditSettings(),
-    batch_size: int = 8,
+    batch_size: int = 1,
     models: Models | None = None,
     generator=None,
 ) -> Iterator[tuple[int, int, list[FolderCase]]]:
@@ -451,8 +451,9 @@ def scan_folder(
 
     Yields ``(done, total, cases ranked worst first)`` after each batch. Each image gets the
     seed of ``settings`` and the target that flips the teacher's decision, as a single audit
-    of it would; images are guided in batches, so an audit of a listed image reproduces its
-    row up to batch numerics (validity may flip only for a borderline counterfactual).
+    of it would. With ``batch_size=1`` (the default) an audit of a listed image reproduces its
+    row exactly; larger batches are faster but change the convolutions' rounding, which the
+    student twin's quantization and twenty guided steps can amplify into visibly different values.
     """
     index = attribute_index(attribute)
     models = models if models is not None else load_models(variant)

@@ -158,3 +158,38 @@ def test_committed_models_audit_a_gallery_face():
     torch.testing.assert_close(result.predictions.student_probabilities, student_before)
     assert result.student_model == ("integer" if models.student is not models.student_twin else "twin")
     assert audit.load_models("ptq-int8").teacher is models.teacher  # loaded once, shared
+
+
+def test_scan_folder_ranks_and_a_listed_image_reproduces_its_row(tiny, hq_folder):
+    teacher, generator, _ = tiny
+    student = NegateOne(teacher, SMILING).eval()
+    models = Models(teacher, student, student, "ptq-int8")
+    root, _ = hq_folder  # test split: ids 27000, 27001, 29999
+    steps = list(audit.scan_folder(root, "ptq-int8", "Smiling", count=3, split="test", settings=TINY, models=models,
+                                   generator=generator))
+    assert [(done, total) for done, total, _ in steps] == [(1, 3), (2, 3), (3, 3)]
+    cases = steps[-1][2]
+    assert sorted(c.filename for c in cases) == ["27000.jpg", "27001.jpg", "29999.jpg"]
+    scores = [c.divergence for c in cases if c.divergence is not None]
+    assert scores == sorted(scores, reverse=True)
+    for case in cases:
+        assert case.divergence == audit.divergence_score(case.recourse)
+        single = audit_image(case.image, "ptq-int8", "Smiling", None, TINY, models, generator)
+        assert single.predictions.target == case.target and single.recourse == case.recourse
+
+
+@pytest.mark.parametrize("values, expected", [
+    ((False, False, False, 0.1, 0.1, None, None), None),
+    ((True, True, True, 0.1, 0.1, 0.0, 100.0), 0.0),
+    ((True, False, True, 0.1, 0.2, 1.0, 50.0), 1.25),
+    ((True, False, False, 0.1, 0.2, None, None), 2.0),
+])
+def test_divergence_score_hand_computed(values, expected):
+    assert audit.divergence_score(ImageRecourse(*values, reason="")) == expected
+
+
+def test_scan_folder_rejects_a_folder_that_is_not_celeba(tiny, tmp_path):
+    teacher, generator, _ = tiny
+    with pytest.raises(ValueError, match="not a CelebA folder"):
+        next(audit.scan_folder(tmp_path, "ptq-int8", "Smiling", models=Models(teacher, teacher, teacher, "ptq-int8"),
+                               generator=generator))
