@@ -25,6 +25,7 @@ from recourse.checkpoints import CheckpointError
 from recourse.counterfactual import CounterfactualConfig
 from recourse.data import ATTRIBUTES, SPLITS
 from recourse.report import attribution_table, enlarge, predictions_chart, report_html, value_cards
+from recourse.visualise import to_pil
 
 ROOT = Path(__file__).resolve().parent
 GALLERY = ROOT / "assets" / "gallery"
@@ -111,7 +112,7 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
             p = step.predictions
             if step.stage == "predictions":
                 yield {
-                    aligned_view: enlarge(_picture(p.aligned)), status: f"**Alignment:** {p.alignment}",
+                    aligned_view: enlarge(to_pil(p.aligned)), status: f"**Alignment:** {p.alignment}",
                     chart: predictions_chart(p, variant), **{c: None for c in RESULT_OUTPUTS},
                 }
             elif step.result is not None:
@@ -133,12 +134,6 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
     except EXPECTED_ERRORS as error:
         message = str(error).replace(str(upload), Path(upload).name) if upload else str(error)
         raise gr.Error(message) from None
-
-
-def _picture(image: torch.Tensor) -> Image.Image:
-    from recourse.visualise import to_pil
-
-    return to_pil(image)
 
 
 def select_gallery_face(event: gr.SelectData):
