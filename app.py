@@ -158,7 +158,9 @@ def benchmark_view():
     import matplotlib.pyplot as plt
     import pandas as pd
 
-    table = pd.DataFrame(rows)
+    # nested values (per-attribute breakdowns, method details) are shown as compact JSON
+    table = pd.DataFrame([{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()}
+                          for row in rows])
     figure, axes = plt.subplots(1, 3, figsize=(13, 3.8))
     for axis, column, label in zip(axes, ("vd", "crg", "dirsim"), ("VD (%), lower is better", "CRG, lower is better",
                                                                   "DirSim (%), higher is better")):
@@ -171,7 +173,9 @@ def benchmark_view():
         axis.grid(alpha=0.3)
     figure.tight_layout()
     plt.close(figure)
-    caption = f"From `{record.get('command', 'unknown command')}` on {record.get('date', 'an unknown date')}."
+    tasks = f", N = {record['n']} recourse tasks" if "n" in record else ""
+    caption = (f"From `{record.get('command', 'unknown command')}` on {record.get('date', 'an unknown date')}{tasks}. "
+               "Definitions: shared/docs/metrics.md.")
     return caption, table, figure
 
 
@@ -330,6 +334,9 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(36
     ranking.select(select_failure, found_faces, [selected_face, upload, aligned_view, tabs], api_visibility="private").then(
         run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, concurrency_limit=HEAVY_CONCURRENCY, concurrency_id="heavy",
         api_visibility="private")
+
+    demo.load(lambda: [gr.Dropdown(choices=variant_choices())] * 2, None, [variant, scan_variant],
+              api_visibility="private")
 
 demo.queue(max_size=256)
 

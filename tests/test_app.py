@@ -146,11 +146,12 @@ def test_benchmark_tab_reads_its_file(monkeypatch, tmp_path):
     monkeypatch.setattr(app, "BENCHMARK", tmp_path / "benchmark.json")
     caption, table, plot = app.benchmark_view()
     assert "No benchmark yet" in caption and table is None and plot is None
-    rows = [{"method": "fp32", "acc": 90.6, "vd": 0.0, "crg": 0.0, "dirsim": 100.0},
-            {"method": "ptq-int4", "acc": 90.1, "vd": 4.0, "crg": 0.2, "dirsim": 80.0}]
+    rows = [{"method": "fp32", "acc": 90.6, "vd": None, "crg": None, "dirsim": None, "per_attribute": {}},
+            {"method": "ptq-int4", "acc": 90.1, "vd": 4.0, "crg": 0.2, "dirsim": 80.0, "per_attribute": {"Smiling": {}}}]
     (tmp_path / "benchmark.json").write_text(json.dumps({"rows": rows, "date": "2026-11-30", "command": "cmd"}))
     caption, table, plot = app.benchmark_view()
     assert "2026-11-30" in caption and list(table["method"]) == ["fp32", "ptq-int4"]
+    assert table["per_attribute"][1] == '{"Smiling": {}}'  # nested values shown as JSON
     assert [axis.get_xlabel()[:3] for axis in plot.axes] == ["VD ", "CRG", "Dir"]
     (tmp_path / "benchmark.json").write_text("{not json")
     assert "not a benchmark file" in app.benchmark_view()[0]
