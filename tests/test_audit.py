@@ -193,3 +193,28 @@ def test_scan_folder_rejects_a_folder_that_is_not_celeba(tiny, tmp_path):
     with pytest.raises(ValueError, match="not a CelebA folder"):
         next(audit.scan_folder(tmp_path, "ptq-int8", "Smiling", models=Models(teacher, teacher, teacher, "ptq-int8"),
                                generator=generator))
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--variant", "nope", "--attribute", "Smiling"], "unknown variant 'nope'"),
+    (["--variant", "ptq-int8", "--attribute", "Smile"], "unknown attribute 'Smile'"),
+])
+def test_cli_audit_errors_exit_2_with_a_message(tmp_path, capsys, arguments, message):
+    from recourse.cli import main
+
+    assert main(["audit", str(GALLERY_FACE), *arguments]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.skipif(not (audit.VARIANTS_DIR / "ptq-int8" / "config.json").is_file(), reason="no ptq-int8 variant checkpoint")
+@pytest.mark.parametrize("content, message", [
+    (b"not an image", "not a readable image"), (None, "no such file"),
+])
+def test_cli_audit_bad_image_exits_2(tmp_path, capsys, content, message):
+    from recourse.cli import main
+
+    path = tmp_path / "photo.jpg"
+    if content is not None:
+        path.write_bytes(content)
+    assert main(["audit", str(path), "--variant", "ptq-int8", "--attribute", "Smiling"]) == 2
+    assert message in capsys.readouterr().err
