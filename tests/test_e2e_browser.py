@@ -3,6 +3,7 @@
 import pytest
 
 from recourse.audit import VARIANTS, VARIANTS_DIR
+from recourse.report import CARDS
 from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS, audit_gallery_face, start_app
 
 pytestmark = [
@@ -23,9 +24,9 @@ def test_gallery_audit_in_a_browser(tmp_path):
             for selector in ("#aligned img", "#teacher-cf img", "#student-cf img"):
                 assert page.locator(selector).evaluate("img => img.complete && img.naturalWidth > 0"), selector
             cards = page.locator("#value-cards .value-card")
-            assert cards.count() == 7
+            assert cards.count() == len(CARDS)
             text = page.locator("#value-cards").inner_text()
-            for title in ("V_f(x'_f)", "V_g(x'_f)", "V_g(x'_g)", "CRG_i", "DirSim_i"):
+            for _, title, _ in CARDS:
                 assert title in text
             assert "recourse" in page.locator("#verdict").inner_text()
             assert "decisions differ" in page.locator("#predictions").inner_text() or \
