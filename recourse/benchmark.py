@@ -3,8 +3,9 @@ accuracy, recourse (VD, CRG, DirSim per ``metrics.md``), cost and speed.
 
 Tasks: test image ``i`` (the first ``n``) with attribute ``attributes[i % len(attributes)]``,
 target ``1 − d^f_a(x)`` and seed ``counterfactual.seed + i``. Tasks are processed in fixed
-chunks; each chunk's per-task values are cached as JSON, so an interrupted run resumes and
-the chunks can be shared between processes (Hugging Face Accelerate: each process takes
+chunks; each chunk's teacher part and each student's part are cached, so an interrupted run
+resumes, a rebuilt variant recomputes only its own part, and the chunks can be shared
+between processes (Hugging Face Accelerate: each process takes
 every K-th chunk, rank 0 gathers the records and computes the table). A chunk's result
 does not depend on which process computes it.
 """
@@ -47,9 +48,9 @@ class BenchmarkSettings:
         if not self.attributes:
             raise ValueError("at least one attribute is needed")
 
-    def fingerprint(self, models: dict[str, str]) -> str:
-        """Identifies what a cached chunk was computed with (settings and model weights)."""
-        text = json.dumps({"settings": asdict(self), "models": models}, sort_keys=True, default=str)
+    def fingerprint(self, inputs: dict[str, str]) -> str:
+        """Identifies what a cached part was computed with (these settings and ``inputs``)."""
+        text = json.dumps({"settings": asdict(self), "inputs": inputs}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -64,6 +65,7 @@ class Student:
     bits_per_weight: float
     make_seconds: float
     size_bytes: int
+    details: dict = field(default_factory=dict)  # budget, sparsity, bits per layer
 
 
 @dataclass(frozen=True)
@@ -76,6 +78,7 @@ class BenchmarkRow:
     success_rate: float | None
     overhead: float | None
     agreement: float
+    twin_integer_agreement: float | None  # the twin's decisions vs the integer model's
     bits_per_weight: float
     size_mb: float
     latency_batch1_ms: float
@@ -85,6 +88,7 @@ class BenchmarkRow:
     s: int
     b: int
     per_attribute: dict = field(default_factory=dict)
+    details: dict = field(default_factory=dict)
 
 
 # ---------------------------------------------------------------------------------------
@@ -92,59 +96,87 @@ class BenchmarkRow:
 # ---------------------------------------------------------------------------------------
 
 
-def chunk_records(images: torch.Tensor, first_task: int, teacher: nn.Module, students: dict[str, Student],
-                  settings: BenchmarkSettings, generator: FaceGenerator | None) -> list[dict]:
-    """Teacher and student counterfactuals for tasks ``first_task …`` (one per image)."""
-    records = [{"task": first_task + k} for k in range(len(images))]
-    slots = [(first_task + k) % len(settings.attributes) for k in range(len(images))]
-    for slot, attribute in enumerate(settings.attributes):
-        rows = [k for k, s in enumerate(slots) if s == slot]
-        if not rows:
-            continue
+def _attribute_groups(first_task: int, count: int, settings: BenchmarkSettings) -> list[tuple[str, list[int]]]:
+    """Rows of a chunk by attribute (task ``i`` has attribute ``i mod len(attributes)``)."""
+    slots = [(first_task + k) % len(settings.attributes) for k in range(count)]
+    return [(a, [k for k, s in enumerate(slots) if s == slot]) for slot, a in enumerate(settings.attributes)
+            if slot in slots]
+
+
+def teacher_chunk(images: torch.Tensor, first_task: int, teacher: nn.Module, settings: BenchmarkSettings,
+                  generator: FaceGenerator | None) -> dict[str, torch.Tensor]:
+    """Targets, teacher counterfactuals ``x'_f``, their validity and cost for one chunk."""
+    counterfactuals = torch.empty_like(images)
+    target, valid, cost = (torch.zeros(len(images)) for _ in range(3))
+    for attribute, rows in _attribute_groups(first_task, len(images), settings):
         index = attribute_index(attribute)
-        x = images[rows]
-        seeds = tuple(settings.counterfactual.seed + first_task + k for k in rows)
         with torch.no_grad():
-            target = (torch.sigmoid(teacher(x)[:, index]) < 0.5).long()
-        teacher_cf = generate(x, teacher, attribute, target, settings.counterfactual, generator, seeds)
-        teacher_change = teacher_cf.images - x
+            chosen = (torch.sigmoid(teacher(images[rows])[:, index]) < 0.5).long()
+        seeds = tuple(settings.counterfactual.seed + first_task + k for k in rows)
+        result = generate(images[rows], teacher, attribute, chosen, settings.counterfactual, generator, seeds)
+        counterfactuals[rows], target[rows] = result.images, chosen.float()
+        valid[rows], cost[rows] = result.valid.float(), result.cost.float()
+    return {"counterfactuals": counterfactuals, "target": target, "valid": valid, "cost": cost}
+
+
+def student_chunk(images: torch.Tensor, first_task: int, teacher_part: dict[str, torch.Tensor], student: Student,
+                  settings: BenchmarkSettings, generator: FaceGenerator | None) -> list[dict]:
+    """The student's own counterfactuals (same seeds) and its view of the teacher's."""
+    records: list[dict] = [{} for _ in range(len(images))]
+    for attribute, rows in _attribute_groups(first_task, len(images), settings):
+        index = attribute_index(attribute)
+        target = teacher_part["target"][rows].long()
+        seeds = tuple(settings.counterfactual.seed + first_task + k for k in rows)
+        result = generate(images[rows], student.twin, attribute, target, settings.counterfactual, generator, seeds)
+        teacher_counterfactuals = teacher_part["counterfactuals"][rows]
+        with torch.no_grad():
+            accepts = decisions(student.decider(teacher_counterfactuals))[:, index] == target
+            valid = decisions(student.decider(result.images))[:, index] == target
+        cosines = direction_cosines(teacher_counterfactuals - images[rows], result.images - images[rows])
         for position, k in enumerate(rows):
-            records[k].update(attribute=attribute, target=int(target[position]),
-                              teacher_valid=bool(teacher_cf.valid[position]),
-                              teacher_cost=float(teacher_cf.cost[position]), students={})
-        for method, student in students.items():
-            student_cf = generate(x, student.twin, attribute, target, settings.counterfactual, generator, seeds)
-            with torch.no_grad():
-                accepts = decisions(student.decider(teacher_cf.images))[:, index] == target
-                valid = decisions(student.decider(student_cf.images))[:, index] == target
-            cosines = direction_cosines(teacher_change, student_cf.images - x)
-            for position, k in enumerate(rows):
-                records[k]["students"][method] = {
-                    "accepts_teacher": bool(accepts[position]), "valid": bool(valid[position]),
-                    "cost": float(student_cf.cost[position]), "cosine": float(cosines[position]),
-                }
+            records[k] = {"accepts_teacher": bool(accepts[position]), "valid": bool(valid[position]),
+                          "cost": float(result.cost[position]), "cosine": float(cosines[position])}
     return records
 
 
 def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, Student],
-                 settings: BenchmarkSettings, generator: FaceGenerator | None, cache_dir: Path, fingerprint: str,
-                 rank: int = 0, world: int = 1, progress: Callable[[int, int], None] | None = None) -> list[dict]:
-    """This process's share of the task records, from the cache where it has them."""
+                 settings: BenchmarkSettings, generator: FaceGenerator | None, cache_dir: Path,
+                 fingerprints: dict[str, str], rank: int = 0, world: int = 1,
+                 progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    """This process's share of the task records. The teacher's part of each chunk and each
+    student's part are cached separately (keyed by ``fingerprints["fp32"]`` and
+    ``fingerprints[method]``), so a rebuilt variant recomputes only its own records."""
+    from safetensors.torch import load_file, save_file
+
     cache_dir.mkdir(parents=True, exist_ok=True)
     n = min(settings.n, len(images))
     starts = list(range(0, n, settings.chunk_size))[rank::world]
     records: list[dict] = []
     for done, start in enumerate(starts):
-        path = cache_dir / f"chunk-{start:06d}.json"
-        cached = json.loads(path.read_text()) if path.is_file() else None
-        if cached is not None and cached.get("fingerprint") == fingerprint:
-            chunk = cached["records"]
+        stop = min(start + settings.chunk_size, n)
+        x = _as_float(images[start:stop])
+        teacher_path = cache_dir / f"fp32-{start:06d}-{fingerprints['fp32']}.safetensors"
+        if teacher_path.is_file():
+            teacher_part = load_file(str(teacher_path))
         else:
-            stop = min(start + settings.chunk_size, n)
-            chunk = chunk_records(_as_float(images[start:stop]), start, teacher, students, settings, generator)
-            temporary = path.with_suffix(".tmp")
-            temporary.write_text(json.dumps({"fingerprint": fingerprint, "records": chunk}))
-            temporary.replace(path)
+            teacher_part = teacher_chunk(x, start, teacher, settings, generator)
+            save_file(teacher_part, str(teacher_path.with_suffix(".tmp")))
+            teacher_path.with_suffix(".tmp").replace(teacher_path)
+        chunk = [{"task": start + k, "attribute": a, "target": int(teacher_part["target"][k]),
+                  "teacher_valid": bool(teacher_part["valid"][k]), "teacher_cost": float(teacher_part["cost"][k]),
+                  "students": {}}
+                 for a, rows in _attribute_groups(start, stop - start, settings) for k in rows]
+        chunk.sort(key=lambda r: r["task"])
+        for method, student in students.items():
+            path = cache_dir / f"{method}-{start:06d}-{fingerprints[method]}.json"
+            if path.is_file():
+                part = json.loads(path.read_text())
+            else:
+                part = student_chunk(x, start, teacher_part, student, settings, generator)
+                path.with_suffix(".tmp").write_text(json.dumps(part))
+                path.with_suffix(".tmp").replace(path)
+            for record, values in zip(chunk, part):
+                record["students"][method] = values
         records += chunk
         if progress:
             progress(done + 1, len(starts))
@@ -199,7 +231,7 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
     rows = [BenchmarkRow(
         method=FP32, acc=mean_accuracy(teacher_decisions, labels), vd=None, crg=None, dirsim=None,
         success_rate=100.0 * sum(r["teacher_valid"] for r in records) / len(records), overhead=None,
-        agreement=100.0, bits_per_weight=32.0, size_mb=teacher_size_bytes / 1e6,
+        agreement=100.0, twin_integer_agreement=None, bits_per_weight=32.0, size_mb=teacher_size_bytes / 1e6,
         latency_batch1_ms=median_latency_ms(teacher, batch1, settings.latency_repeats),
         latency_batch32_ms=median_latency_ms(teacher, batch32, settings.latency_repeats),
         integer_kernels=False, n=len(records), s=sum(r["teacher_valid"] for r in records), b=0,
@@ -207,6 +239,7 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
     reference = students["ptq-int8"].make_seconds if "ptq-int8" in students else None
     for method, student in students.items():
         student_decisions = all_decisions(student.decider, images)
+        twin_agreement = agreement(all_decisions(student.twin, images), student_decisions)
         summary = recourse_summary(records, method)
         per_attribute = {a: recourse_summary([r for r in records if r["attribute"] == a], method)
                          for a in settings.attributes if any(r["attribute"] == a for r in records)}
@@ -214,12 +247,13 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
             method=method, acc=mean_accuracy(student_decisions, labels), vd=summary["vd"], crg=summary["crg"],
             dirsim=summary["dirsim"], success_rate=summary["success_rate"],
             overhead=overhead(train_seconds, student.make_seconds, reference) if reference is not None else None,
-            agreement=agreement(teacher_decisions, student_decisions), bits_per_weight=student.bits_per_weight,
+            agreement=agreement(teacher_decisions, student_decisions), twin_integer_agreement=twin_agreement,
+            bits_per_weight=student.bits_per_weight,
             size_mb=student.size_bytes / 1e6,
             latency_batch1_ms=median_latency_ms(student.decider, batch1, settings.latency_repeats),
             latency_batch32_ms=median_latency_ms(student.decider, batch32, settings.latency_repeats),
             integer_kernels=student.integer_kernels, n=summary["n"], s=summary["s"], b=summary["b"],
-            per_attribute=per_attribute,
+            per_attribute=per_attribute, details=student.details,
         ))
     return rows
 
@@ -243,13 +277,14 @@ def _number(value: float | None, digits: int = 2, suffix: str = "") -> str:
 
 def markdown_table(rows: list[BenchmarkRow]) -> str:
     header = ("| method | Acc % | VD % ↓ | CRG ↓ | DirSim % ↑ | student success % | Overhead | agreement % "
-              "| bits/weight | size MB | batch-1 ms | batch-32 ms | N | \\|S\\| | \\|B\\| |")
-    lines = [header, "|" + "---|" * 15]
+              "| twin/integer % | bits/weight | size MB | batch-1 ms | batch-32 ms | N | \\|S\\| | \\|B\\| |")
+    lines = [header, "|" + "---|" * 16]
     for row in rows:
         kernels = "" if row.integer_kernels or row.method == FP32 else " (fake-quant)"
         lines.append(
             f"| {row.method} | {row.acc:.2f} | {_number(row.vd, 1)} | {_number(row.crg, 3)} | {_number(row.dirsim, 1)} "
             f"| {_number(row.success_rate, 1)} | {_number(row.overhead, 3, '×')} | {row.agreement:.2f} "
+            f"| {_number(row.twin_integer_agreement, 2)} "
             f"| {row.bits_per_weight:.2f} | {row.size_mb:.2f} | {row.latency_batch1_ms:.2f}{kernels} "
             f"| {row.latency_batch32_ms:.1f}{kernels} | {row.n} | {row.s} | {'—' if row.method == FP32 else row.b} |")
     return "\n".join(lines)

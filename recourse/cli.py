@@ -328,19 +328,24 @@ def command_benchmark(args: argparse.Namespace) -> int:
             raise CheckpointError(f"{directory}: variant not found; make it with "
                                   f"python -m recourse quantize --method {method} --data PATH --out {directory}")
         variant = load_variant(directory)
+        details = {k: variant.details[k] for k in ("budget", "sparsity", "layer_bits", "layer_clip", "fine_tuning")
+                   if k in variant.details}
         students[method] = Student(method, variant.twin, variant.fastest, variant.integer is not None,
-                                   variant.bits_per_weight, variant.seconds, _folder_bytes(directory))
+                                   variant.bits_per_weight, variant.seconds, _folder_bytes(directory), details)
     generator = load_generator(args.generator)
     with state.main_process_first():  # one process decodes and caches the images
         split = load_images(Path(args.data), args.split, teacher.config.resolution, _cache(args))
     images, labels = torch.as_tensor(split.images), torch.as_tensor(split.labels)
-    weights = {name: _file_digest(Path(path) / "model.safetensors") for name, path in
-               [("fp32", args.checkpoint), ("generator", args.generator)] + [(m, variants_dir / m) for m in args.methods]
-               if (Path(path) / "model.safetensors").is_file()}
-    fingerprint = settings.fingerprint({**weights, "data": str(Path(args.data).resolve()), "split": args.split})
+    teacher_inputs = {"fp32": _file_digest(Path(args.checkpoint) / "model.safetensors"),
+                      "generator": _file_digest(Path(args.generator)), "split": args.split,
+                      "data": str(Path(args.data).resolve())}
+    fingerprints = {"fp32": settings.fingerprint(teacher_inputs)}
+    for method in args.methods:
+        fingerprints[method] = settings.fingerprint(
+            {**teacher_inputs, method: _file_digest(variants_dir / method / "model.safetensors")})
     out = Path(args.out)
     progress = _progress_bar(f"benchmark tasks (process {state.process_index + 1}/{state.num_processes})")
-    records = task_records(images, teacher, students, settings, generator, out / "cache", fingerprint,
+    records = task_records(images, teacher, students, settings, generator, out / "cache", fingerprints,
                            state.process_index, state.num_processes,
                            lambda done, total: progress(done * settings.chunk_size, total * settings.chunk_size))
     records = gather_object(records) if state.num_processes > 1 else records
@@ -370,9 +375,15 @@ def command_benchmark(args: argparse.Namespace) -> int:
 
 
 def _file_digest(path: Path) -> str:
+    """Content digest of a file, or of every file in a folder (a hub id digests as its name)."""
     import hashlib
 
-    return hashlib.sha256(path.read_bytes()).hexdigest()[:16]
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.is_file() else []
+    for file in files:
+        digest.update(file.read_bytes())
+    digest.update(str(path).encode() if not files else b"")
+    return digest.hexdigest()[:16]
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -372,7 +372,8 @@ def generate(
         return edited.clamp(0, 1)
 
     # (1) noise to t0
-    scheduler = generator.scheduler
+    # a scheduler of our own: set_timesteps mutates it, and concurrent audits share the generator
+    scheduler = type(generator.scheduler).from_config(generator.scheduler.config)
     scheduler.set_timesteps(config.steps)
     timesteps = [t for t in scheduler.timesteps if t <= round(config.noise_level * scheduler.config.num_train_timesteps)]
     alphas = scheduler.alphas_cumprod

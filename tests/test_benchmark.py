@@ -83,12 +83,24 @@ def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_p
     assert set(int8["per_attribute"]) == {"Smiling", "Young"}
     assert report["rows"][2]["bits_per_weight"] == 4.0
     assert "| ptq-int4 |" in (out / "benchmark.md").read_text()
-    chunks = sorted((out / "cache").glob("chunk-*.json"))
-    assert len(chunks) == 3
+    chunks = sorted((out / "cache").glob("*-0000*"))
+    assert len(chunks) == 3 * 3  # three chunks: the teacher's part and one per student
     stamps = [c.stat().st_mtime_ns for c in chunks]
     assert main([*tiny_setup, "--out", str(out)]) == 0  # a second run reads every chunk back
     assert [c.stat().st_mtime_ns for c in chunks] == stamps
     assert _comparable(json.loads((out / "benchmark.json").read_text())) == _comparable(report)
+    # a rebuilt variant recomputes only its own part
+    from recourse.quantization import load_variant, save_variant
+
+    variant_dir = Path(tiny_setup[tiny_setup.index("--variants-dir") + 1]) / "ptq-int4"
+    variant = load_variant(variant_dir)
+    with torch.no_grad():
+        dict(variant.twin.named_parameters())["head.2.bias"].add_(0.01)
+    save_variant(variant, AttributeClassifier(ClassifierConfig(widths=(4,), resolution=16)), variant_dir,
+                 {"layer_bits": variant.layer_bits})
+    assert main([*tiny_setup, "--out", str(out)]) == 0
+    assert [c.stat().st_mtime_ns for c in chunks] == stamps
+    assert len(list((out / "cache").glob("ptq-int4-*"))) == 6
 
 
 def test_two_processes_give_the_single_process_result(tiny_setup, tmp_path):
