@@ -89,6 +89,8 @@ class BenchmarkRow:
     b: int
     per_attribute: dict = field(default_factory=dict)
     details: dict = field(default_factory=dict)
+    intervals: dict = field(default_factory=dict)  # 95% bootstrap intervals of VD, CRG, DirSim
+    versus_ptq_int4: dict = field(default_factory=dict)  # paired differences: [value, low, high]
 
 
 # ---------------------------------------------------------------------------------------
@@ -188,20 +190,54 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
 # ---------------------------------------------------------------------------------------
 
 
+def _columns(records: list[dict], method: str) -> dict[str, torch.Tensor]:
+    student = [r["students"][method] for r in records]
+    return {
+        "teacher_valid": torch.tensor([r["teacher_valid"] for r in records], dtype=torch.bool),
+        "teacher_cost": torch.tensor([r["teacher_cost"] for r in records], dtype=torch.float64),
+        "accepts": torch.tensor([s["accepts_teacher"] for s in student], dtype=torch.bool),
+        "valid": torch.tensor([s["valid"] for s in student], dtype=torch.bool),
+        "cost": torch.tensor([s["cost"] for s in student], dtype=torch.float64),
+        "cosine": torch.tensor([s["cosine"] for s in student], dtype=torch.float64),
+    }
+
+
+def _summary(c: dict[str, torch.Tensor]) -> dict:
+    vd, s_size = validity_drop(c["teacher_valid"], c["accepts"])
+    mask = both_valid(c["teacher_valid"], c["valid"])
+    dirsim = 100.0 * float(c["cosine"][mask].mean()) if bool(mask.any()) else float("nan")
+    return {"vd": vd, "crg": recourse_gap(c["teacher_cost"], c["cost"], mask), "dirsim": dirsim,
+            "success_rate": success_rate(c["valid"]), "n": len(mask), "s": s_size, "b": int(mask.sum())}
+
+
 def recourse_summary(records: list[dict], method: str) -> dict:
     """VD, CRG, DirSim, success rate, N, |S| and |B| of one student over ``records``."""
-    teacher_valid = torch.tensor([r["teacher_valid"] for r in records], dtype=torch.bool)
-    teacher_cost = torch.tensor([r["teacher_cost"] for r in records], dtype=torch.float64)
-    student = [r["students"][method] for r in records]
-    accepts = torch.tensor([s["accepts_teacher"] for s in student], dtype=torch.bool)
-    valid = torch.tensor([s["valid"] for s in student], dtype=torch.bool)
-    cost = torch.tensor([s["cost"] for s in student], dtype=torch.float64)
-    cosine = torch.tensor([s["cosine"] for s in student], dtype=torch.float64)
-    vd, s_size = validity_drop(teacher_valid, accepts)
-    mask = both_valid(teacher_valid, valid)
-    dirsim = 100.0 * float(cosine[mask].mean()) if bool(mask.any()) else float("nan")
-    return {"vd": vd, "crg": recourse_gap(teacher_cost, cost, mask), "dirsim": dirsim,
-            "success_rate": success_rate(valid), "n": len(records), "s": s_size, "b": int(mask.sum())}
+    return _summary(_columns(records, method))
+
+
+RECOURSE_METRICS = ("vd", "crg", "dirsim")
+
+
+def bootstrap_intervals(records: list[dict], method: str, reference: str | None = None, samples: int = 2000,
+                        seed: int = 0, level: float = 0.95) -> dict[str, list[float]]:
+    """Percentile bootstrap over tasks: ``[low, high]`` of VD, CRG and DirSim of ``method``,
+    or, with ``reference``, of the paired difference ``method − reference`` (the same
+    resampled tasks for both, so what the two share does not count as noise)."""
+    mine = _columns(records, method)
+    theirs = _columns(records, reference) if reference else None
+    generator = torch.Generator().manual_seed(seed)
+    draws: dict[str, list[float]] = {m: [] for m in RECOURSE_METRICS}
+    for _ in range(samples):
+        index = torch.randint(len(records), (len(records),), generator=generator)
+        values = _summary({k: v[index] for k, v in mine.items()})
+        base = _summary({k: v[index] for k, v in theirs.items()}) if theirs else None
+        for metric in RECOURSE_METRICS:
+            value = values[metric] - base[metric] if base else values[metric]
+            if value == value and abs(value) != float("inf"):
+                draws[metric].append(value)
+    tail = (1 - level) / 2
+    return {m: [float(torch.tensor(v).quantile(tail)), float(torch.tensor(v).quantile(1 - tail))] if v else [float("nan")] * 2
+            for m, v in draws.items()}
 
 
 @torch.no_grad()
@@ -254,8 +290,18 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
             latency_batch32_ms=median_latency_ms(student.decider, batch32, settings.latency_repeats),
             integer_kernels=student.integer_kernels, n=summary["n"], s=summary["s"], b=summary["b"],
             per_attribute=per_attribute, details=student.details,
+            intervals=bootstrap_intervals(records, method),
+            versus_ptq_int4=_versus(records, method, summary, "ptq-int4") if "ptq-int4" in students else {},
         ))
     return rows
+
+
+def _versus(records: list[dict], method: str, summary: dict, reference: str) -> dict:
+    if method == reference:
+        return {}
+    base = recourse_summary(records, reference)
+    intervals = bootstrap_intervals(records, method, reference)
+    return {m: [summary[m] - base[m], *intervals[m]] for m in RECOURSE_METRICS}
 
 
 def _as_float(images: torch.Tensor) -> torch.Tensor:
@@ -300,4 +346,24 @@ def per_attribute_table(rows: list[BenchmarkRow]) -> str:
         cells = [f"{_number(v['vd'], 1)} / {_number(v['crg'], 3)} / {_number(v['dirsim'], 1)}"
                  for v in row.per_attribute.values()]
         lines.append(f"| {row.method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def intervals_table(rows: list[BenchmarkRow]) -> str:
+    """95% bootstrap intervals, and the paired difference to ``ptq-int4`` (the 4-bit baseline)."""
+    lines = ["| method | VD % [95% CI] | CRG [95% CI] | DirSim % [95% CI] | ΔVD vs ptq-int4 | ΔCRG vs ptq-int4 | ΔDirSim vs ptq-int4 |",
+             "|---|---|---|---|---|---|---|"]
+
+    def interval(values: list, digits: int) -> str:
+        return f"[{_number(values[0], digits)}, {_number(values[1], digits)}]"
+
+    for row in rows:
+        if not row.intervals:
+            continue
+        versus = row.versus_ptq_int4
+        deltas = [f"{_number(versus[m][0], d)} {interval(versus[m][1:], d)}" if versus else "—"
+                  for m, d in (("vd", 1), ("crg", 3), ("dirsim", 1))]
+        lines.append(f"| {row.method} | {_number(row.vd, 1)} {interval(row.intervals['vd'], 1)} "
+                     f"| {_number(row.crg, 3)} {interval(row.intervals['crg'], 3)} "
+                     f"| {_number(row.dirsim, 1)} {interval(row.intervals['dirsim'], 1)} | " + " | ".join(deltas) + " |")
     return "\n".join(lines)

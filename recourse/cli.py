@@ -149,7 +149,8 @@ def command_train_generator(args: argparse.Namespace) -> int:
 def _counterfactual_config(args: argparse.Namespace):
     from recourse.counterfactual import CounterfactualConfig
 
-    values = {k: getattr(args, k) for k in ("steps", "noise_level", "guidance_scale", "seed") if getattr(args, k) is not None}
+    values = {k: getattr(args, k) for k in ("steps", "noise_level", "guidance_scale", "seed", "margin")
+              if getattr(args, k, None) is not None}
     return CounterfactualConfig(**values)
 
 
@@ -310,7 +311,7 @@ def command_benchmark(args: argparse.Namespace) -> int:
     from accelerate import PartialState
     from accelerate.utils import gather_object
 
-    from recourse.benchmark import (BenchmarkSettings, Student, benchmark_rows, markdown_table,
+    from recourse.benchmark import (BenchmarkSettings, Student, benchmark_rows, intervals_table, markdown_table,
                                     per_attribute_table, task_records)
     from recourse.counterfactual import load_generator
     from recourse.quantization import load_variant
@@ -367,7 +368,9 @@ def command_benchmark(args: argparse.Namespace) -> int:
             f"Benchmark on {args.split} ({report['date']}): `{report['command']}`; N = {len(records)} recourse tasks, "
             f"attributes {', '.join(settings.attributes)}; accuracy on all {len(images)} images; "
             f"{state.num_processes} process(es), {report['seconds']:.0f} s.\n\n"
-            + markdown_table(rows) + "\n\nPer attribute (VD % / CRG / DirSim %):\n\n" + per_attribute_table(rows) + "\n")
+            + markdown_table(rows) + "\n\nUncertainty (percentile bootstrap over tasks, 2,000 resamples; "
+            "differences paired on the same tasks):\n\n" + intervals_table(rows)
+            + "\n\nPer attribute (VD % / CRG / DirSim %):\n\n" + per_attribute_table(rows) + "\n")
         print(markdown_table(rows))
         print(f"wrote {out / 'benchmark.json'} and {out / 'benchmark.md'} in {report['seconds']:.0f} s")
     state.wait_for_everyone()
@@ -419,6 +422,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--steps", type=int, help="DDIM steps over the whole schedule")
         sub.add_argument("--noise-level", type=float, help="fraction of the schedule to noise to (0-1]")
         sub.add_argument("--guidance-scale", type=float)
+        sub.add_argument("--margin", type=float,
+                         help="guide until the target logit is this far past the decision boundary (default 3)")
         sub.add_argument("--seed", type=int)
 
     quantize = commands.add_parser("quantize", help="make one compressed variant of the classifier")

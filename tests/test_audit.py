@@ -218,3 +218,18 @@ def test_cli_audit_bad_image_exits_2(tmp_path, capsys, content, message):
         path.write_bytes(content)
     assert main(["audit", str(path), "--variant", "ptq-int8", "--attribute", "Smiling"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_a_variant_folder_that_does_not_exist_is_named_with_the_command_that_makes_it(monkeypatch, tmp_path):
+    from recourse import audit as audit_module
+
+    monkeypatch.setattr(audit_module, "VARIANTS_DIR", tmp_path)
+    audit_module.load_student.cache_clear()
+    try:
+        with pytest.raises(audit_module.VariantNotFoundError,
+                           match="variant 'kd-quant' is not available.*python -m recourse quantize --method kd-quant"):
+            audit_module.load_student("kd-quant")
+        with pytest.raises(ValueError, match="unknown variant 'int3'"):
+            audit_module.load_student("int3")
+    finally:
+        audit_module.load_student.cache_clear()

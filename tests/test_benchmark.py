@@ -38,6 +38,25 @@ def test_recourse_summary_by_hand():
     assert summary["success_rate"] == pytest.approx(75.0)
 
 
+def test_bootstrap_intervals_hold_the_estimate_and_a_paired_self_difference_is_zero():
+    from recourse.benchmark import bootstrap_intervals
+
+    generator = torch.Generator().manual_seed(0)
+    records = [_record(i, bool(torch.rand(1, generator=generator) < 0.9), 0.1 + float(torch.rand(1, generator=generator)),
+                       bool(torch.rand(1, generator=generator) < 0.8), True, 0.2, float(torch.rand(1, generator=generator)))
+               for i in range(60)]
+    for record in records:
+        record["students"]["h"] = dict(record["students"]["g"])
+    summary = recourse_summary(records, "g")
+    intervals = bootstrap_intervals(records, "g", samples=300)
+    for metric in ("vd", "crg", "dirsim"):
+        low, high = intervals[metric]
+        assert low <= summary[metric] <= high and low < high
+    assert bootstrap_intervals(records, "g", samples=300) == intervals  # seeded
+    paired = bootstrap_intervals(records, "g", reference="h", samples=100)
+    assert all(paired[m] == [0.0, 0.0] for m in ("vd", "crg", "dirsim"))
+
+
 def test_recourse_summary_with_empty_s_and_b_is_undefined_not_zero():
     summary = recourse_summary([_record(0, False, 0.1, False, False, 0.1, 0.0)], "g")
     assert math.isnan(summary["vd"]) and math.isnan(summary["crg"]) and math.isnan(summary["dirsim"])
@@ -83,6 +102,9 @@ def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_p
     assert set(int8["per_attribute"]) == {"Smiling", "Young"}
     assert report["rows"][2]["bits_per_weight"] == 4.0
     assert "| ptq-int4 |" in (out / "benchmark.md").read_text()
+    versus = report["rows"][1]["versus_ptq_int4"]
+    assert set(versus) == {"vd", "crg", "dirsim"} and report["rows"][2]["versus_ptq_int4"] == {}
+    assert versus["vd"][0] == pytest.approx(report["rows"][1]["vd"] - report["rows"][2]["vd"])
     chunks = sorted((out / "cache").glob("*-0000*"))
     assert len(chunks) == 3 * 3  # three chunks: the teacher's part and one per student
     stamps = [c.stat().st_mtime_ns for c in chunks]
