@@ -19,7 +19,6 @@ following ``shared/docs/metrics.md``:
 from __future__ import annotations
 
 import base64
-import dataclasses
 import functools
 import io
 import os
@@ -39,7 +38,7 @@ from recourse.attribution import (
     AttributionComparison, AttributionConfig, attribution_picture, compare_maps, integrated_gradients, occlusion,
 )
 from recourse.checkpoints import CheckpointError, load_classifier
-from recourse.counterfactual import CounterfactualConfig, attribute_index, generate
+from recourse.counterfactual import CounterfactualConfig, attribute_index, default_generator, generate
 from recourse.data import ATTRIBUTES
 from recourse.metrics import ImageRecourse, image_recourse
 from recourse.visualise import difference_map, to_pil
@@ -235,15 +234,6 @@ def load_models(variant: str) -> Models:
     return Models(load_teacher(), student.twin, student.integer if student.integer is not None else student.twin, variant)
 
 
-def _private_generator():
-    """The committed generator with a scheduler of its own: ``generate`` sets the scheduler's
-    timesteps, so concurrent audits must not share one. Model weights stay shared."""
-    from recourse.counterfactual import default_generator
-
-    shared = default_generator()
-    return dataclasses.replace(shared, scheduler=type(shared.scheduler).from_config(shared.scheduler.config))
-
-
 # ---------------------------------------------------------------------------------------
 # The audit
 # ---------------------------------------------------------------------------------------
@@ -292,7 +282,8 @@ def audit_steps(
     index = attribute_index(attribute)
     _check_target(target)
     models = models if models is not None else load_models(variant)
-    generator = generator if generator is not None else _private_generator()
+    # generate() works on its own copy of the scheduler, so audits may share the generator
+    generator = generator if generator is not None else default_generator()
     seconds: dict[str, float] = {}
     started = time.perf_counter()
 
@@ -457,7 +448,8 @@ def scan_folder(
     """
     index = attribute_index(attribute)
     models = models if models is not None else load_models(variant)
-    generator = generator if generator is not None else _private_generator()
+    # generate() works on its own copy of the scheduler, so audits may share the generator
+    generator = generator if generator is not None else default_generator()
     resolution = getattr(getattr(models.teacher, "config", None), "resolution", 64)
     names, images = read_folder(folder, split, count, resolution)
     seed = settings.counterfactual.seed

@@ -111,3 +111,10 @@ def test_bad_arguments_raise_clear_errors(tiny_generator, kwargs, message):
 def test_bad_settings_are_rejected(values):
     with pytest.raises(ValueError):
         CounterfactualConfig(**values)
+
+
+def test_generation_leaves_the_shared_scheduler_alone(tiny_generator, dark_images):
+    # concurrent audits share one generator: generate() must set timesteps on a copy
+    before = tiny_generator.scheduler.num_inference_steps
+    generate(dark_images[:1], BrightnessModel(), "Smiling", 1, CounterfactualConfig(steps=7, finish_steps=0), tiny_generator)
+    assert tiny_generator.scheduler.num_inference_steps == before
