@@ -90,7 +90,7 @@ class BenchmarkRow:
     per_attribute: dict = field(default_factory=dict)
     details: dict = field(default_factory=dict)
     intervals: dict = field(default_factory=dict)  # 95% bootstrap intervals of VD, CRG, DirSim
-    versus_ptq_int4: dict = field(default_factory=dict)  # paired differences: [value, low, high]
+    paired: dict = field(default_factory=dict)  # {reference: {metric: [difference, low, high]}}
 
 
 # ---------------------------------------------------------------------------------------
@@ -216,6 +216,9 @@ def recourse_summary(records: list[dict], method: str) -> dict:
 
 
 RECOURSE_METRICS = ("vd", "crg", "dirsim")
+# Paired comparisons: the 4-bit post-training baseline, and mixed-precision QAT without the
+# recourse term (against which cfq-qat isolates that term).
+PAIRED_REFERENCES = ("ptq-int4", "mixedprec-qat")
 
 
 def bootstrap_intervals(records: list[dict], method: str, reference: str | None = None, samples: int = 2000,
@@ -291,14 +294,13 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
             integer_kernels=student.integer_kernels, n=summary["n"], s=summary["s"], b=summary["b"],
             per_attribute=per_attribute, details=student.details,
             intervals=bootstrap_intervals(records, method),
-            versus_ptq_int4=_versus(records, method, summary, "ptq-int4") if "ptq-int4" in students else {},
+            paired={reference: _versus(records, method, summary, reference) for reference in PAIRED_REFERENCES
+                    if reference in students and reference != method},
         ))
     return rows
 
 
 def _versus(records: list[dict], method: str, summary: dict, reference: str) -> dict:
-    if method == reference:
-        return {}
     base = recourse_summary(records, reference)
     intervals = bootstrap_intervals(records, method, reference)
     return {m: [summary[m] - base[m], *intervals[m]] for m in RECOURSE_METRICS}
@@ -350,20 +352,26 @@ def per_attribute_table(rows: list[BenchmarkRow]) -> str:
 
 
 def intervals_table(rows: list[BenchmarkRow]) -> str:
-    """95% bootstrap intervals, and the paired difference to ``ptq-int4`` (the 4-bit baseline)."""
-    lines = ["| method | VD % [95% CI] | CRG [95% CI] | DirSim % [95% CI] | ΔVD vs ptq-int4 | ΔCRG vs ptq-int4 | ΔDirSim vs ptq-int4 |",
-             "|---|---|---|---|---|---|---|"]
-
-    def interval(values: list, digits: int) -> str:
-        return f"[{_number(values[0], digits)}, {_number(values[1], digits)}]"
-
+    """95% bootstrap intervals of VD, CRG and DirSim per method."""
+    lines = ["| method | VD % [95% CI] | CRG [95% CI] | DirSim % [95% CI] |", "|---|---|---|---|"]
     for row in rows:
-        if not row.intervals:
-            continue
-        versus = row.versus_ptq_int4
-        deltas = [f"{_number(versus[m][0], d)} {interval(versus[m][1:], d)}" if versus else "—"
-                  for m, d in (("vd", 1), ("crg", 3), ("dirsim", 1))]
-        lines.append(f"| {row.method} | {_number(row.vd, 1)} {interval(row.intervals['vd'], 1)} "
-                     f"| {_number(row.crg, 3)} {interval(row.intervals['crg'], 3)} "
-                     f"| {_number(row.dirsim, 1)} {interval(row.intervals['dirsim'], 1)} | " + " | ".join(deltas) + " |")
+        if row.intervals:
+            lines.append(f"| {row.method} | {_number(row.vd, 1)} {_interval(row.intervals['vd'], 1)} "
+                         f"| {_number(row.crg, 3)} {_interval(row.intervals['crg'], 3)} "
+                         f"| {_number(row.dirsim, 1)} {_interval(row.intervals['dirsim'], 1)} |")
     return "\n".join(lines)
+
+
+def paired_table(rows: list[BenchmarkRow], reference: str) -> str:
+    """Paired differences ``method − reference`` with their 95% bootstrap intervals."""
+    lines = [f"| method − {reference} | ΔVD % | ΔCRG | ΔDirSim % |", "|---|---|---|---|"]
+    for row in rows:
+        versus = row.paired.get(reference)
+        if versus:
+            cells = [f"{_number(versus[m][0], d)} {_interval(versus[m][1:], d)}" for m, d in (("vd", 1), ("crg", 3), ("dirsim", 1))]
+            lines.append(f"| {row.method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _interval(values: list, digits: int) -> str:
+    return f"[{_number(values[0], digits)}, {_number(values[1], digits)}]"

@@ -311,8 +311,8 @@ def command_benchmark(args: argparse.Namespace) -> int:
     from accelerate import PartialState
     from accelerate.utils import gather_object
 
-    from recourse.benchmark import (BenchmarkSettings, Student, benchmark_rows, intervals_table, markdown_table,
-                                    per_attribute_table, task_records)
+    from recourse.benchmark import (PAIRED_REFERENCES, BenchmarkSettings, Student, benchmark_rows, intervals_table,
+                                    markdown_table, paired_table, per_attribute_table, task_records)
     from recourse.counterfactual import load_generator
     from recourse.quantization import load_variant
 
@@ -368,8 +368,10 @@ def command_benchmark(args: argparse.Namespace) -> int:
             f"Benchmark on {args.split} ({report['date']}): `{report['command']}`; N = {len(records)} recourse tasks, "
             f"attributes {', '.join(settings.attributes)}; accuracy on all {len(images)} images; "
             f"{state.num_processes} process(es), {report['seconds']:.0f} s.\n\n"
-            + markdown_table(rows) + "\n\nUncertainty (percentile bootstrap over tasks, 2,000 resamples; "
-            "differences paired on the same tasks):\n\n" + intervals_table(rows)
+            + markdown_table(rows) + "\n\nUncertainty (percentile bootstrap over tasks, 2,000 resamples):\n\n"
+            + intervals_table(rows) + "".join(
+                f"\n\nPaired with {reference} on the same tasks (95% bootstrap intervals):\n\n"
+                + paired_table(rows, reference) for reference in PAIRED_REFERENCES if reference in students)
             + "\n\nPer attribute (VD % / CRG / DirSim %):\n\n" + per_attribute_table(rows) + "\n")
         print(markdown_table(rows))
         print(f"wrote {out / 'benchmark.json'} and {out / 'benchmark.md'} in {report['seconds']:.0f} s")

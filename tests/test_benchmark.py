@@ -102,8 +102,9 @@ def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_p
     assert set(int8["per_attribute"]) == {"Smiling", "Young"}
     assert report["rows"][2]["bits_per_weight"] == 4.0
     assert "| ptq-int4 |" in (out / "benchmark.md").read_text()
-    versus = report["rows"][1]["versus_ptq_int4"]
-    assert set(versus) == {"vd", "crg", "dirsim"} and report["rows"][2]["versus_ptq_int4"] == {}
+    assert "| method − ptq-int4 |" in (out / "benchmark.md").read_text()
+    versus = report["rows"][1]["paired"]["ptq-int4"]
+    assert set(versus) == {"vd", "crg", "dirsim"} and report["rows"][2]["paired"] == {}
     assert versus["vd"][0] == pytest.approx(report["rows"][1]["vd"] - report["rows"][2]["vd"])
     chunks = sorted((out / "cache").glob("*-0000*"))
     assert len(chunks) == 3 * 3  # three chunks: the teacher's part and one per student
