@@ -381,7 +381,7 @@ def quantize(
     started = time.perf_counter()
     report = progress or (lambda stage, done, total: None)
     details: dict[str, Any] = {"activation_bits": 8, "engine": "x86", "batch_norm": "folded"}
-    teacher = model.eval()
+    teacher = copy.deepcopy(model).eval()  # the caller's model keeps its mode and weights
     base = model
     if isinstance(config, PruneQuantConfig):
         base = magnitude_prune(model, config.sparsity)

@@ -36,13 +36,19 @@ ALL_METHODS = [
 ]
 
 
-def test_full_precision_model_is_never_modified(model_and_images):
+def test_full_precision_model_is_never_modified(model_and_images, labels_and_points):
     model, images = model_and_images
     before = {k: v.clone() for k, v in model.state_dict().items()}
     quantize(model, PTQInt8Config(calibration_images=32), images)
     for key, value in model.state_dict().items():
         torch.testing.assert_close(value, before[key], rtol=0, atol=0, msg=key)
     assert not model.training
+    model.train()  # nor its mode
+    try:
+        quantize(model, KDQuantConfig(steps=1, batch_size=4), images, labels_and_points[0])
+        assert model.training
+    finally:
+        model.eval()
 
 
 def test_int8_integer_model_runs_quantized_kernels_and_matches_its_twin(model_and_images):
