@@ -39,3 +39,40 @@ def test_committed_checkpoint_reproduces_its_recorded_test_accuracy(name):
     assert result.mean == pytest.approx(config["test_accuracy"], abs=0.02)
     worst = max(abs(result.per_attribute[a] - config["test_accuracy_per_attribute"][a]) for a in ATTRIBUTES)
     assert worst <= 0.05
+
+
+VARIANTS = ("ptq-int8", "ptq-int4", "cf-ptq", "cfq-qat", "mixedprec-qat", "kd-quant", "prune-quant")
+
+
+def test_all_seven_variants_are_committed_documented_and_together_under_60_mb():
+    total = 0
+    for method in VARIANTS:
+        config = read_config(CHECKPOINTS / "variants" / method)
+        assert config["method"] == method and config["command"].startswith("python -m recourse quantize")
+        assert config["make_seconds"] > 0 and len(config["layer_bits"]) > 0
+        total += sum(p.stat().st_size for p in (CHECKPOINTS / "variants" / method).iterdir())
+    assert "budget" in read_config(CHECKPOINTS / "variants" / "cfq-qat")
+    assert read_config(CHECKPOINTS / "variants" / "prune-quant")["sparsity"] == 0.3
+    assert total < 60 * 2**20
+
+
+@pytest.fixture(scope="module")
+def first_test_images():
+    from recourse.evaluation import to_float_images
+
+    return to_float_images(load_split(HQ_DATA, "test", 64).images[:500])
+
+
+@needs_hq_data
+@pytest.mark.parametrize("method", VARIANTS)
+def test_committed_variant_twin_agrees_with_its_integer_model(method, first_test_images):
+    """≥ 99.5% of decisions, on the first 500 test images (the benchmark checks all 3,000)."""
+    import torch
+
+    from recourse.metrics import agreement, decisions
+    from recourse.quantization import load_variant
+
+    variant = load_variant(CHECKPOINTS / "variants" / method)
+    images = first_test_images
+    with torch.no_grad():
+        assert agreement(decisions(variant.twin(images)), decisions(variant.integer(images))) >= 99.5
