@@ -40,6 +40,7 @@ from recourse.attribution import (
 from recourse.checkpoints import CheckpointError, load_classifier
 from recourse.counterfactual import CounterfactualConfig, attribute_index, default_generator, generate
 from recourse.data import ATTRIBUTES
+from recourse.evaluation import to_float_images
 from recourse.metrics import ImageRecourse, image_recourse
 from recourse.visualise import difference_map, to_pil
 
@@ -252,7 +253,7 @@ def prepare_image(image: ImageSource, resolution: int) -> tuple[torch.Tensor, st
     from recourse.faces import align_face
 
     aligned = align_face(image, resolution)
-    return torch.from_numpy(aligned.image).float().div(255.0), aligned.message
+    return to_float_images(aligned.image), aligned.message
 
 
 def _check_target(target: int | None) -> None:
@@ -423,7 +424,7 @@ def read_folder(folder: str | os.PathLike, split: str, count: int, resolution: i
     if not names:
         raise ValueError(f"{root}: split {split!r} has no images")
     directory = image_dir(root)
-    images = (torch.from_numpy(framer(open_rgb(directory / name), resolution)).float().div(255.0) for name in names)
+    images = (to_float_images(framer(open_rgb(directory / name), resolution)) for name in names)
     return names, images
 
 

@@ -156,7 +156,7 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
     records: list[dict] = []
     for done, start in enumerate(starts):
         stop = min(start + settings.chunk_size, n)
-        x = _as_float(images[start:stop])
+        x = to_float_images(images[start:stop])
         teacher_path = cache_dir / f"fp32-{start:06d}-{fingerprints['fp32']}.safetensors"
         if teacher_path.is_file():
             teacher_part = load_file(str(teacher_path))
@@ -245,7 +245,7 @@ def bootstrap_intervals(records: list[dict], method: str, reference: str | None 
 
 @torch.no_grad()
 def all_decisions(model: nn.Module, images: torch.Tensor, batch_size: int = 250) -> torch.Tensor:
-    return torch.cat([decisions(model(_as_float(images[i:i + batch_size]))) for i in range(0, len(images), batch_size)])
+    return torch.cat([decisions(model(to_float_images(images[i:i + batch_size]))) for i in range(0, len(images), batch_size)])
 
 
 @torch.no_grad()
@@ -266,7 +266,7 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
     records = sorted(records, key=lambda r: r["task"])
     labels = labels.long()
     teacher_decisions = all_decisions(teacher, images)
-    batch1, batch32 = _as_float(images[:1]), _as_float(images[:32])
+    batch1, batch32 = to_float_images(images[:1]), to_float_images(images[:32])
     rows = [BenchmarkRow(
         method=FP32, acc=mean_accuracy(teacher_decisions, labels), vd=None, crg=None, dirsim=None,
         success_rate=100.0 * sum(r["teacher_valid"] for r in records) / len(records), overhead=None,
@@ -304,10 +304,6 @@ def _versus(records: list[dict], method: str, summary: dict, reference: str) -> 
     base = recourse_summary(records, reference)
     intervals = bootstrap_intervals(records, method, reference)
     return {m: [summary[m] - base[m], *intervals[m]] for m in RECOURSE_METRICS}
-
-
-def _as_float(images: torch.Tensor) -> torch.Tensor:
-    return images if images.is_floating_point() else to_float_images(images)
 
 
 # ---------------------------------------------------------------------------------------

@@ -32,8 +32,9 @@ class AccuracyResult:
 
 
 def to_float_images(images: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """``uint8 (B, 3, H, W)`` → float in [0, 1]."""
-    return torch.as_tensor(images).float().div_(255.0)
+    """``uint8 (B, 3, H, W)`` → float in [0, 1]; float images are returned as they are."""
+    images = torch.as_tensor(images)
+    return images if images.is_floating_point() else images.float().div_(255.0)
 
 
 @torch.no_grad()

@@ -75,8 +75,7 @@ def fine_tune(twin: nn.Module, objective: Objective, images: torch.Tensor, label
         for group in optimizer.param_groups:
             group["lr"] = learning_rate * 0.5 * (1 + math.cos(math.pi * step / steps))
         index = torch.randint(len(images), (batch_size,), generator=generator)
-        batch = images[index]
-        batch = batch if batch.is_floating_point() else to_float_images(batch)
+        batch = to_float_images(images[index])
         flip = torch.rand(batch_size, generator=generator) < 0.5
         batch = torch.where(flip.view(-1, 1, 1, 1), batch.flip(3), batch)
         refresh_weight_quantizers(twin)

@@ -322,7 +322,7 @@ def calibrate_activations(twin: nn.Module, images: torch.Tensor, batch_size: int
     for quantizer in activations:
         quantizer.apply(enable_observer)
     for start in range(0, len(images), batch_size):
-        twin(_as_float(images[start:start + batch_size]))
+        twin(to_float_images(images[start:start + batch_size]))
     twin.apply(disable_observer)
 
 
@@ -341,10 +341,6 @@ def bits_per_weight(twin: nn.Module) -> float:
     layers = weight_layers(twin).values()
     total = sum(layer.weight.numel() for layer in layers)
     return sum(bits_of(layer) * layer.weight.numel() for layer in layers) / total
-
-
-def _as_float(images: torch.Tensor) -> torch.Tensor:
-    return images if images.is_floating_point() else to_float_images(images)
 
 
 # ---------------------------------------------------------------------------------------
@@ -387,7 +383,7 @@ def quantize(
         base = magnitude_prune(model, config.sparsity)
         details["sparsity"] = config.sparsity
     twin = prepare_twin(fold_batch_norm(base), images.shape[-1])
-    calibration = _as_float(images[: config.calibration_images])
+    calibration = to_float_images(images[: config.calibration_images])
     if recourse_points is not None and config.needs_recourse_points:
         # the recourse points are inputs the variant will be asked about: include their range
         calibration = torch.cat([calibration, recourse_points.images[: config.calibration_images]])
@@ -401,7 +397,7 @@ def quantize(
     if isinstance(config, CFPTQConfig):
         from recourse.qat import recourse_loss
 
-        search = _as_float(images[: config.search_images])
+        search = to_float_images(images[: config.search_images])
         with torch.no_grad():
             target_probabilities = torch.sigmoid(teacher(search))
         points = recourse_points.subset(config.search_images)
@@ -424,7 +420,7 @@ def quantize(
             # the allocation sees a fixed sample: as many recourse points as ordinary images
             sensitivity_loss = qat.label_objective(points, weight, config.sensitivity_images)
             sample = torch.arange(min(config.sensitivity_images, len(images)))
-            sample_images, sample_labels = _as_float(images[sample]), labels[sample].float()
+            sample_images, sample_labels = to_float_images(images[sample]), labels[sample].float()
             allocation = mixed_precision.choose_bits(
                 twin, lambda candidate: sensitivity_loss(candidate, sample_images, sample_labels,
                                                          torch.Generator().manual_seed(config.seed)),

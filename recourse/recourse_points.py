@@ -65,7 +65,7 @@ def make_recourse_points(
     """Image ``i`` gets attribute ``attributes[i % len(attributes)]`` and the target that flips
     the teacher's decision; seeds are ``config.seed + i``. Only teacher-valid results are kept."""
     started = time.perf_counter()
-    images = images if images.is_floating_point() else to_float_images(images)
+    images = to_float_images(images)
     kept: list[tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]] = []
     done = 0
     for slot, attribute in enumerate(attributes):
