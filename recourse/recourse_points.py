@@ -70,7 +70,7 @@ def make_recourse_points(
     done = 0
     for slot, attribute in enumerate(attributes):
         index = attribute_index(attribute)
-        rows = torch.arange(slot, len(images), len(attributes))
+        rows = torch.arange(len(images))[slot::len(attributes)]  # empty when there are fewer images
         for start in range(0, len(rows), batch_size):
             chunk = rows[start:start + batch_size]
             with torch.no_grad():

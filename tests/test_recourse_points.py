@@ -40,3 +40,10 @@ def test_points_round_trip_and_are_made_once(tiny_generator, tmp_path):
     for name in ("images", "attributes", "targets", "sources"):
         assert torch.equal(getattr(again, name), getattr(first, name))
     assert again.attempted == points.attempted and again.seconds == points.seconds
+
+
+def test_fewer_images_than_attributes_is_fine(tiny_generator):
+    images = torch.rand(2, 3, 16, 16, generator=torch.Generator().manual_seed(4)) * 0.6
+    points = make_recourse_points(BrightnessModel(), images, ("Smiling", "Young", "Male", "Eyeglasses"), FAST,
+                                  tiny_generator)
+    assert points.attempted == 2 and set(points.sources.tolist()) <= {0, 1}
