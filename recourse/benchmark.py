@@ -371,3 +371,13 @@ def paired_table(rows: list[BenchmarkRow], reference: str) -> str:
 
 def _interval(values: list, digits: int) -> str:
     return f"[{_number(values[0], digits)}, {_number(values[1], digits)}]"
+
+
+def markdown_report(rows: list[BenchmarkRow], heading: str) -> str:
+    """``benchmark.md``: the table, its intervals, the paired comparisons, per attribute."""
+    methods = {row.method for row in rows}
+    paired = "".join(f"\n\nPaired with {reference} on the same tasks (95% bootstrap intervals):\n\n"
+                     + paired_table(rows, reference) for reference in PAIRED_REFERENCES if reference in methods)
+    return (f"{heading}\n\n{markdown_table(rows)}\n\nUncertainty (percentile bootstrap over tasks, 2,000 "
+            f"resamples):\n\n{intervals_table(rows)}{paired}\n\nPer attribute (VD % / CRG / DirSim %):\n\n"
+            f"{per_attribute_table(rows)}\n")

@@ -36,16 +36,28 @@ PRESETS: dict[str, tuple[ClassifierConfig, TrainConfig]] = {
 }
 
 
-def _progress_bar(description: str):
+def _progress_bar(description: str, unit: str = "img"):
     """A ``progress(done, total)`` callback whose bar appears only once work starts."""
     bars: list[tqdm] = []
 
     def update(done: int, total: int) -> None:
         if not bars:
-            bars.append(tqdm(desc=description, total=total, unit="img", mininterval=2))
+            bars.append(tqdm(desc=description, total=total, unit=unit, mininterval=2))
         bars[0].update(done - bars[0].n)
         if done == total:
             bars[0].close()
+
+    return update
+
+
+def _stage_progress(unit: str = "it"):
+    """A ``progress(stage, done, total)`` callback: one bar per stage."""
+    bars: dict[str, object] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage not in bars:
+            bars[stage] = _progress_bar(stage, unit)
+        bars[stage](done, total)
 
     return update
 
@@ -163,12 +175,10 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     generator = load_generator(args.generator)
     images = load_images(Path(args.data), args.split, classifier.config.resolution, _cache(args))
     subset = images.images[: args.n]
-    bars: dict[str, object] = {}
+    stages = _stage_progress("img")
 
     def progress(attribute: str, done: int, total: int) -> None:
-        if attribute not in bars:
-            bars[attribute] = _progress_bar(f"counterfactuals {attribute}")
-        bars[attribute](done, total)
+        stages(f"counterfactuals {attribute}", done, total)
 
     started = time.time()
     report = evaluate_counterfactual_quality(subset, images.images, classifier, oracle, generator,
@@ -215,33 +225,22 @@ def command_counterfactual(args: argparse.Namespace) -> int:
     return 0
 
 
-def _stage_progress():
-    """A ``progress(stage, done, total)`` callback: one bar per stage."""
-    bars: dict[str, tqdm] = {}
-
-    def update(stage: str, done: int, total: int) -> None:
-        if stage not in bars:
-            bars[stage] = tqdm(desc=stage, total=total, mininterval=2)
-        bars[stage].update(done - bars[stage].n)
-        if done == total:
-            bars[stage].close()
-
-    return update
-
-
 def teacher_recourse_points(args: argparse.Namespace, model, train, count: int):
-    """The teacher's counterfactuals on the first ``count`` training images (cached)."""
+    """The teacher's counterfactuals on the first ``count`` training images, cached by the
+    teacher's and the generator's content and the generation settings."""
     import hashlib
 
     from recourse.counterfactual import load_generator
     from recourse.recourse_points import cached_recourse_points, make_recourse_points
 
-    weights = Path(args.checkpoint) / "model.safetensors"
-    key = hashlib.sha256(weights.read_bytes() + f"{args.generator}:{count}".encode()).hexdigest()[:16]
-    path = Path(args.cache_dir) / f"recourse-points-{key}.safetensors"
+    config = _counterfactual_config(args)
+    key = hashlib.sha256(f"{_file_digest(Path(args.checkpoint) / 'model.safetensors')} "
+                         f"{_file_digest(Path(args.generator))} {config}".encode()).hexdigest()[:16]
+    path = Path(args.cache_dir) / f"recourse-points-{key}-{count}.safetensors"
     images = train.images[:count]
     return cached_recourse_points(path, lambda: make_recourse_points(
-        model, torch.as_tensor(images), generator=load_generator(args.generator), progress=_stage_progress()))
+        model, torch.as_tensor(images), config=config, generator=load_generator(args.generator),
+        progress=_stage_progress()))
 
 
 def command_quantize(args: argparse.Namespace) -> int:
@@ -250,11 +249,11 @@ def command_quantize(args: argparse.Namespace) -> int:
     model = load_classifier(args.checkpoint)
     config_class = QUANTIZATION_CONFIGS[args.method]
     options = {"calibration_images": args.calibration_images}
-    for option in ("sparsity", "steps", "budget"):
-        value = getattr(args, option)
+    for flag, option in (("sparsity", "sparsity"), ("fine-tuning-steps", "steps"), ("budget", "budget")):
+        value = getattr(args, flag.replace("-", "_"))
         if value is not None:
             if option not in config_class.__dataclass_fields__:
-                raise ValueError(f"--{option} does not apply to --method {args.method}")
+                raise ValueError(f"--{flag} does not apply to --method {args.method}")
             options[option] = value
     config = config_class(**options)
     train = load_images(Path(args.data), "train", model.config.resolution, _cache(args))
@@ -271,10 +270,8 @@ def command_quantize(args: argparse.Namespace) -> int:
 
 def command_audit(args: argparse.Namespace) -> int:
     from recourse.audit import AuditSettings, audit_image
-    from recourse.counterfactual import CounterfactualConfig
 
-    overrides = {k: getattr(args, k) for k in ("steps", "guidance_scale", "seed") if getattr(args, k) is not None}
-    settings = AuditSettings(counterfactual=CounterfactualConfig(**overrides))
+    settings = AuditSettings(counterfactual=_counterfactual_config(args))
     result = audit_image(Path(args.image), args.variant, args.attribute, args.target, settings)
     report = {"command": _command_line(args), "image": str(args.image), **result.to_dict()}
     _write_json(args.json, report)
@@ -311,8 +308,8 @@ def command_benchmark(args: argparse.Namespace) -> int:
     from accelerate import PartialState
     from accelerate.utils import gather_object
 
-    from recourse.benchmark import (PAIRED_REFERENCES, BenchmarkSettings, Student, benchmark_rows, intervals_table,
-                                    markdown_table, paired_table, per_attribute_table, task_records)
+    from recourse.benchmark import (BenchmarkSettings, Student, benchmark_rows, markdown_report, markdown_table,
+                                    task_records)
     from recourse.counterfactual import load_generator
     from recourse.quantization import load_variant
 
@@ -364,15 +361,10 @@ def command_benchmark(args: argparse.Namespace) -> int:
         }
         out.mkdir(parents=True, exist_ok=True)
         _write_json(str(out / "benchmark.json"), _finite(report))
-        (out / "benchmark.md").write_text(
-            f"Benchmark on {args.split} ({report['date']}): `{report['command']}`; N = {len(records)} recourse tasks, "
-            f"attributes {', '.join(settings.attributes)}; accuracy on all {len(images)} images; "
-            f"{state.num_processes} process(es), {report['seconds']:.0f} s.\n\n"
-            + markdown_table(rows) + "\n\nUncertainty (percentile bootstrap over tasks, 2,000 resamples):\n\n"
-            + intervals_table(rows) + "".join(
-                f"\n\nPaired with {reference} on the same tasks (95% bootstrap intervals):\n\n"
-                + paired_table(rows, reference) for reference in PAIRED_REFERENCES if reference in students)
-            + "\n\nPer attribute (VD % / CRG / DirSim %):\n\n" + per_attribute_table(rows) + "\n")
+        (out / "benchmark.md").write_text(markdown_report(
+            rows, f"Benchmark on {args.split} ({report['date']}): `{report['command']}`; N = {len(records)} recourse "
+                  f"tasks, attributes {', '.join(settings.attributes)}; accuracy on all {len(images)} images; "
+                  f"{state.num_processes} process(es), {report['seconds']:.0f} s."))
         print(markdown_table(rows))
         print(f"wrote {out / 'benchmark.json'} and {out / 'benchmark.md'} in {report['seconds']:.0f} s")
     state.wait_for_everyone()
@@ -431,12 +423,12 @@ def build_parser() -> argparse.ArgumentParser:
     quantize = commands.add_parser("quantize", help="make one compressed variant of the classifier")
     add_data_options(quantize)
     quantize.add_argument("--method", required=True, choices=sorted(QUANTIZATION_CONFIGS))
+    add_generation_options(quantize)  # for the recourse points of cf-ptq and cfq-qat
     quantize.add_argument("--sparsity", type=float, help="prune-quant: share of weights set to zero (default 0.3)")
-    quantize.add_argument("--steps", type=int, help="fine-tuning steps of the QAT methods (default 300)")
+    quantize.add_argument("--fine-tuning-steps", type=int, help="QAT methods: fine-tuning steps (default 300)")
     quantize.add_argument("--budget", type=float, help="mixed-precision methods: mean bits per weight (default 4.0)")
     quantize.add_argument("--recourse-points", type=int, default=512,
                           help="cf-ptq, cfq-qat: training images to make the teacher's recourse points from")
-    quantize.add_argument("--generator", default=str(GENERATOR_DIR), help="generator of the recourse points")
     quantize.add_argument("--checkpoint", default=str(CHECKPOINT_DIRS["classifier"]), help="full-precision classifier")
     quantize.add_argument("--calibration-images", type=int, default=512)
     quantize.add_argument("--out", help="variant folder (default checkpoints/variants/<method>)")

@@ -103,3 +103,36 @@ def test_quantize_command_saves_a_loadable_variant(hq_folder, tiny_checkpoint, t
     assert code == 0
     variant = load_variant(tmp_path / "variant")
     assert variant.integer is not None and variant.details["command"].startswith("python -m recourse quantize")
+
+
+def test_quantize_cf_ptq_makes_the_teachers_recourse_points_once(hq_folder, tiny_checkpoint, tmp_path, tiny_generator,
+                                                                 monkeypatch):
+    import recourse.recourse_points as recourse_points
+    from recourse.quantization import load_variant
+
+    calls = []
+
+    def fake_points(model, images, config, generator, progress):
+        # the generator's quality is tested in test_recourse_points; here: the CLI's wiring
+        calls.append(config)
+        return recourse_points.RecoursePoints(
+            images=torch.rand(3, 3, 16, 16), attributes=torch.tensor([31, 39, 20]),
+            targets=torch.tensor([1.0, 0.0, 1.0]), sources=torch.arange(3), attempted=len(images), seconds=2.5)
+
+    monkeypatch.setattr(recourse_points, "make_recourse_points", fake_points)
+    root, _ = hq_folder
+    tiny_generator.save_pretrained(tmp_path / "generator")
+    args = ["quantize", "--method", "cf-ptq", "--data", str(root), "--checkpoint", str(tiny_checkpoint),
+            "--generator", str(tmp_path / "generator"), "--recourse-points", "3", "--calibration-images", "2",
+            "--steps", "10", "--no-cache", "--cache-dir", str(tmp_path / "cache")]
+    assert main([*args, "--out", str(tmp_path / "one")]) == 0
+    assert main([*args, "--out", str(tmp_path / "two")]) == 0
+    assert len(calls) == 1 and calls[0].steps == 10  # made once, with the given settings, then read back
+    assert len(list((tmp_path / "cache").glob("recourse-points-*-3.safetensors"))) == 1
+    variant = load_variant(tmp_path / "two")
+    assert variant.config.method == "cf-ptq" and variant.details["recourse_points"] == 3
+    assert variant.seconds >= 2.5  # making the points counts in T_make, also when cached
+    with pytest.raises(SystemExit):
+        main(["quantize", "--method", "ptq-int8", "--data", str(root), "--fine-tuning-steps"])
+    assert main(["quantize", "--method", "ptq-int8", "--data", str(root), "--checkpoint", str(tiny_checkpoint),
+                 "--fine-tuning-steps", "5", "--no-cache"]) == 2  # not a fine-tuning method
