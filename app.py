@@ -18,18 +18,20 @@ import numpy as np
 import torch
 from PIL import Image
 
-from recourse.audit import (
-    VARIANTS, VARIANTS_DIR, AuditSettings, audit_image, audit_steps, load_models, scan_folder,
-)
+from recourse.audit import AuditSettings, audit_image, audit_steps
+from recourse.benchmark import BenchmarkResult
 from recourse.checkpoints import CheckpointError
-from recourse.counterfactual import CounterfactualConfig
 from recourse.data import ATTRIBUTES, SPLITS
-from recourse.report import attribution_table, enlarge, predictions_chart, report_html, value_cards
-from recourse.visualise import to_pil
+from recourse.generation import CounterfactualConfig
+from recourse.models import VARIANTS, load_student, load_teacher, variant_is_built
+from recourse.paths import assets_dir
+from recourse.render.audit_html import attribution_table, audit_record, predictions_chart, report_html, value_cards
+from recourse.render.benchmark import accuracy_plot, display_rows
+from recourse.render.pictures import audit_pictures, enlarge, to_pil
+from recourse.scan import scan_folder
 
-ROOT = Path(__file__).resolve().parent
-GALLERY = ROOT / "assets" / "gallery"
-BENCHMARK = ROOT / "assets" / "benchmark.json"
+GALLERY = assets_dir() / "gallery"
+BENCHMARK = assets_dir() / "benchmark.json"
 TARGETS = {"flip the full-precision decision": None, "1 (attribute present)": 1, "0 (attribute absent)": 0}
 DEFAULTS = CounterfactualConfig()
 # Two heavy requests at a time on two cores; the rest wait in the queue (never dropped).
@@ -54,7 +56,7 @@ def gallery_faces() -> list[tuple[str, str]]:
 
 
 def variant_choices() -> list[tuple[str, str]]:
-    return [(v if (VARIANTS_DIR / v / "config.json").is_file() else f"{v} (not built yet)", v) for v in VARIANTS]
+    return [(v if variant_is_built(v) else f"{v} (not built yet)", v) for v in VARIANTS]
 
 
 def framed_tensor(pixels: np.ndarray) -> torch.Tensor:
@@ -95,7 +97,7 @@ def _export(result, source: str) -> tuple[str, str]:
     folder = Path(tempfile.mkdtemp(prefix="audit-", dir=EXPORTS))
     stem = f"audit-{result.predictions.variant}-{result.predictions.attribute}"
     json_path, html_path = folder / f"{stem}.json", folder / f"{stem}.html"
-    json_path.write_text(json.dumps({"image": source, **result.to_dict()}, indent=2) + "\n")
+    json_path.write_text(json.dumps({"image": source, **audit_record(result)}, indent=2) + "\n")
     html_path.write_text(report_html(result, source))
     return str(json_path), str(html_path)
 
@@ -117,10 +119,9 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
                 }
             elif step.result is not None:
                 result = step.result
-                pictures = {name: enlarge(picture) for name, picture in result.pictures().items()}
+                pictures = {name: enlarge(picture) for name, picture in audit_pictures(result).items()}
                 json_file, html_file = _export(result, source)
                 values = result.to_dict()
-                values.pop("images")
                 yield {
                     aligned_view: pictures["aligned"], chart: predictions_chart(p, variant),
                     teacher_cf: pictures["teacher_counterfactual"], teacher_diff: pictures["teacher_difference"],
@@ -148,35 +149,15 @@ def benchmark_view():
         return ("**No benchmark yet.** Run `python -m recourse benchmark --data PATH --split test --n 500 --out DIR` "
                 "and copy its `benchmark.json` to `assets/benchmark.json`.", None, None)
     try:
-        record = json.loads(BENCHMARK.read_text())
-        rows = record["rows"]
-    except (json.JSONDecodeError, KeyError, TypeError) as error:
+        result = BenchmarkResult.from_dict(json.loads(BENCHMARK.read_text()))
+    except (json.JSONDecodeError, ValueError) as error:
         return f"**{BENCHMARK.name} is not a benchmark file** ({error}).", None, None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
     import pandas as pd
 
-    # nested values (per-attribute breakdowns, method details) are shown as compact JSON
-    table = pd.DataFrame([{k: json.dumps(v) if isinstance(v, (dict, list)) else v for k, v in row.items()}
-                          for row in rows])
-    figure, axes = plt.subplots(1, 3, figsize=(13, 3.8))
-    for axis, column, label in zip(axes, ("vd", "crg", "dirsim"), ("VD (%), lower is better", "CRG, lower is better",
-                                                                  "DirSim (%), higher is better")):
-        for row in rows:
-            if isinstance(row.get(column), (int, float)) and isinstance(row.get("acc"), (int, float)):
-                axis.scatter(row[column], row["acc"], color="#db2777" if row["method"] != "fp32" else "#2563eb")
-                axis.annotate(row["method"], (row[column], row["acc"]), fontsize=8, xytext=(3, 3), textcoords="offset points")
-        axis.set_xlabel(label)
-        axis.set_ylabel("accuracy (%)")
-        axis.grid(alpha=0.3)
-    figure.tight_layout()
-    plt.close(figure)
-    tasks = f", N = {record['n']} recourse tasks" if "n" in record else ""
-    caption = (f"From `{record.get('command', 'unknown command')}` on {record.get('date', 'an unknown date')}{tasks}. "
-               "Definitions: shared/docs/metrics.md.")
-    return caption, table, figure
+    headers, cells = display_rows(result)
+    caption = (f"From `{result.command}` on {result.date}, N = {result.n} recourse tasks. "
+               "Definitions: docs/metrics.md.")
+    return caption, pd.DataFrame(cells, columns=headers), accuracy_plot(result)
 
 
 def find_failures(folder, split, count, variant, attribute, progress=gr.Progress()):
@@ -216,13 +197,14 @@ def warm_up() -> None:
     """Load every available model once and run one small audit, so the first user's
     predictions are not delayed by loading."""
     faces = gallery_faces()
+    load_teacher()
     for variant in VARIANTS:
-        if (VARIANTS_DIR / variant / "config.json").is_file():
+        if variant_is_built(variant):
             try:
-                load_models(variant)
+                load_student(variant)
             except EXPECTED_ERRORS as error:  # a broken variant must not stop the app
                 print(f"warning: variant {variant} does not load: {error}")
-    available = [v for v in VARIANTS if (VARIANTS_DIR / v / "config.json").is_file()]
+    available = [v for v in VARIANTS if variant_is_built(v)]
     if faces and available:
         image = framed_tensor(np.array(Image.open(faces[0][0]).convert("RGB")))
         audit_image(image, available[0], "Smiling")
@@ -237,7 +219,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(36
     found_faces = gr.State([])  # per user: (filename, pixels) of the last folder ranking, worst first
     gr.Markdown("# Recourse audit of a compressed face-attribute classifier\n"
                 "Does the quantized model still honour the *recourse* (the smallest realistic change that flips "
-                "an attribute) that the full-precision model gives? Definitions: `shared/docs/metrics.md`.")
+                "an attribute) that the full-precision model gives? Definitions: `docs/metrics.md`.")
     with gr.Tabs() as tabs:
         with gr.Tab("Audit", id="audit"):
             with gr.Row():

@@ -1,6 +1,6 @@
 """Attribution maps of one attribute for the teacher and the student, and their divergence.
 
-Two Captum methods, as ``shared/docs/metrics.md`` asks:
+Two Captum methods, as ``docs/metrics.md`` asks:
 
 * ``IntegratedGradients`` — a gradient method, so on the student it runs on the
   differentiable fake-quantized twin;
@@ -20,7 +20,6 @@ from typing import Literal
 import numpy as np
 import torch
 from captum.attr import IntegratedGradients, Occlusion
-from PIL import Image
 from torch import nn
 
 Method = Literal["integrated-gradients", "occlusion"]
@@ -136,13 +135,3 @@ def compare_maps(method: Method, teacher: torch.Tensor, student: torch.Tensor, s
     reason = "" if spearman is not None else "a map is constant: the model's output does not depend on any pixel"
     return AttributionComparison(method, teacher, student, student_model, spearman,
                                  top_fraction_iou(teacher, student, config.top_fraction), reason)
-
-
-def attribution_picture(attribution: torch.Tensor) -> Image.Image:
-    """``(H, W)`` map → picture: red where a pixel raises the attribute's logit, blue where it
-    lowers it, white for none; scaled so that the largest magnitude is fully saturated."""
-    scale = float(attribution.abs().max()) or 1.0
-    normalised = (attribution / scale).clamp(-1, 1)
-    red, blue = normalised.clamp(min=0), (-normalised).clamp(min=0)
-    rgb = torch.stack([1 - blue, 1 - red - blue, 1 - red]).clamp(0, 1)
-    return Image.fromarray((rgb.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 from pathlib import Path
@@ -87,3 +88,17 @@ def update_config(directory: str | os.PathLike, **fields: Any) -> None:
     config = read_config(directory)
     config.update(fields)
     path.write_text(json.dumps(config, indent=2) + "\n")
+
+
+def file_digest(path: Path) -> str:
+    """Content digest of a file, or of every file in a folder (a hub id digests as its name)."""
+    digest = hashlib.sha256()
+    files = sorted(p for p in path.rglob("*") if p.is_file()) if path.is_dir() else [path] if path.is_file() else []
+    for file in files:
+        digest.update(file.read_bytes())
+    digest.update(str(path).encode() if not files else b"")
+    return digest.hexdigest()[:16]
+
+
+def folder_bytes(directory: Path) -> int:
+    return sum(p.stat().st_size for p in directory.iterdir() if p.is_file())

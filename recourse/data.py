@@ -19,6 +19,8 @@ from pathlib import Path
 from typing import Callable, Literal
 
 import numpy as np
+import torch
+import torch.nn.functional as F
 from PIL import Image
 
 ATTRIBUTES: tuple[str, ...] = (
@@ -32,6 +34,9 @@ ATTRIBUTES: tuple[str, ...] = (
     "Wearing_Necklace", "Wearing_Necktie", "Young",
 )
 
+# The attributes a recourse task asks about by default (benchmark, recourse points, quality).
+DEFAULT_ATTRIBUTES: tuple[str, ...] = ("Smiling", "Young", "Male", "Eyeglasses")
+
 Split = Literal["train", "val", "test", "all"]
 SPLITS: tuple[str, ...] = ("train", "val", "test", "all")
 Layout = Literal["celeba-hq", "celeba"]
@@ -44,6 +49,26 @@ CELEBA_PARTITION_CODES = {"train": 0, "val": 1, "test": 2}
 HQ_IMAGES, HQ_ANNOTATIONS = "CelebA-HQ-img", "CelebAMask-HQ-attribute-anno.txt"
 CELEBA_IMAGES, CELEBA_ANNOTATIONS = "img_align_celeba", "list_attr_celeba.txt"
 CELEBA_PARTITION = "list_eval_partition.txt"
+
+
+def attribute_index(attribute: str) -> int:
+    """Position of a CelebA attribute name among the 40, or a ValueError naming it."""
+    if attribute not in ATTRIBUTES:
+        raise ValueError(f"unknown attribute {attribute!r}; expected one of the 40 CelebA names, e.g. 'Smiling'")
+    return ATTRIBUTES.index(attribute)
+
+
+def to_float_images(images: np.ndarray | torch.Tensor) -> torch.Tensor:
+    """``uint8 (B, 3, H, W)`` → float in [0, 1]; float images are returned as they are."""
+    images = torch.as_tensor(images)
+    return images if images.is_floating_point() else images.float().div_(255.0)
+
+
+def resize_images(images: torch.Tensor, resolution: int) -> torch.Tensor:
+    """``(B, 3, H, W)`` float images resized (bilinear) to ``resolution``; unchanged if already there."""
+    if images.shape[-1] == resolution:
+        return images
+    return F.interpolate(images, size=resolution, mode="bilinear", align_corners=False)
 
 
 class DatasetError(ValueError):
@@ -65,6 +90,7 @@ class LabelledImages:
     images: np.ndarray  # (N, 3, H, W) uint8
     labels: np.ndarray  # (N, 40) uint8 in {0, 1}
     filenames: tuple[str, ...]
+    framing: str = ""  # how original CelebA photos were framed ("" for CelebA-HQ)
 
     def __len__(self) -> int:
         return len(self.filenames)
@@ -245,6 +271,29 @@ def load_split(
         np.savez(temporary, images=images)
         temporary.replace(cache_path)
     return LabelledImages(images, annotations.labels, annotations.filenames)
+
+
+def load_framed_split(
+    root: str | os.PathLike,
+    split: Split,
+    resolution: int = 64,
+    cache_dir: str | os.PathLike | None = None,
+    progress: Callable[[int, int], None] | None = None,
+) -> LabelledImages:
+    """A split framed like the training images whatever the layout: CelebA-HQ images are
+    resized, original CelebA photos aligned to the CelebA-HQ framing (``framing`` says how
+    many by detection and how many by the Align&Cropped layout's fixed crop)."""
+    if detect_layout(root) != "celeba":
+        return load_split(root, split, resolution, cache_dir, None, progress)
+    from recourse.faces import CelebAFramer
+
+    framer = CelebAFramer()
+    images = load_split(root, split, resolution, cache_dir, framer, progress)
+    if not (framer.detected or framer.fallbacks):  # read from the cache
+        return images
+    note = (f"aligned {framer.detected} photos by face detection; {framer.fallbacks} without a detected face "
+            "took the Align&Cropped layout's fixed crop")
+    return LabelledImages(images.images, images.labels, images.filenames, note)
 
 
 def majority_baseline(labels: np.ndarray, train_labels: np.ndarray | None = None) -> np.ndarray:

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from recourse.data import ATTRIBUTES, majority_baseline
+from recourse.data import ATTRIBUTES, majority_baseline, to_float_images
 from recourse.metrics import decisions
 
 
@@ -29,12 +29,6 @@ class AccuracyResult:
             "per_attribute": self.per_attribute,
             "majority_baseline_per_attribute": self.baseline_per_attribute,
         }
-
-
-def to_float_images(images: np.ndarray | torch.Tensor) -> torch.Tensor:
-    """``uint8 (B, 3, H, W)`` → float in [0, 1]; float images are returned as they are."""
-    images = torch.as_tensor(images)
-    return images if images.is_floating_point() else images.float().div_(255.0)
 
 
 @torch.no_grad()

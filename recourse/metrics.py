@@ -1,4 +1,4 @@
-"""Metrics of ``shared/docs/metrics.md`` as pure functions on tensors.
+"""Metrics of ``docs/metrics.md`` as pure functions on tensors.
 
 Decisions are ``(N,)`` or ``(N, 40)`` tensors of 0/1; validity flags ``(N,)`` booleans;
 images ``(N, 3, H, W)`` in [0, 1]. Percentages are in %. A metric over an empty set is NaN.
@@ -116,12 +116,13 @@ def direction_cosines(teacher_change: torch.Tensor, student_change: torch.Tensor
     return torch.where(norms > 0, cosine, torch.zeros_like(cosine))
 
 
-def directional_similarity(teacher_change: torch.Tensor, student_change: torch.Tensor, mask: torch.Tensor) -> float:
-    """DirSim over ``B``: ``100 · mean_B cos(δ_f, δ_g)``; NaN for an empty B."""
+def directional_similarity(cosines: torch.Tensor, mask: torch.Tensor) -> float:
+    """DirSim over ``B``: ``100 · mean_B cos(δ_f, δ_g)`` from per-task cosines
+    (:func:`direction_cosines`); NaN for an empty B."""
     mask = mask.bool()
     if not bool(mask.any()):
         return float("nan")
-    return 100.0 * float(direction_cosines(teacher_change[mask], student_change[mask]).mean())
+    return 100.0 * float(cosines[mask].mean())
 
 
 def success_rate(student_valid: torch.Tensor) -> float:
@@ -151,13 +152,10 @@ class ImageRecourse:
         return asdict(self)
 
 
-def image_recourse(
-    original: torch.Tensor, teacher_counterfactual: torch.Tensor, student_counterfactual: torch.Tensor,
-    teacher_valid: bool, student_accepts_teacher: bool, student_valid: bool,
-) -> ImageRecourse:
-    """Per-image validity, costs, ``CRG_i`` and ``DirSim_i`` for images ``(3, H, W)``."""
-    teacher_cost = float(recourse_cost(original[None], teacher_counterfactual[None]))
-    student_cost = float(recourse_cost(original[None], student_counterfactual[None]))
+def image_recourse(teacher_valid: bool, student_accepts_teacher: bool, student_valid: bool,
+                   teacher_cost: float, student_cost: float, cosine: float) -> ImageRecourse:
+    """Per-image validity, costs, ``CRG_i`` and ``DirSim_i`` of one task, from its columns
+    (``cosine`` = ``cos(x'_f − x, x'_g − x)``)."""
     reasons = []
     if not teacher_valid:
         reasons.append("the full-precision model's recourse is not valid for itself")
@@ -168,7 +166,6 @@ def image_recourse(
     crg = dirsim = None
     if not reasons:
         crg = abs(student_cost - teacher_cost) / teacher_cost
-        dirsim = 100.0 * float(direction_cosines((teacher_counterfactual - original)[None],
-                                                 (student_counterfactual - original)[None])[0])
+        dirsim = 100.0 * cosine
     return ImageRecourse(bool(teacher_valid), bool(student_accepts_teacher), bool(student_valid),
-                         teacher_cost, student_cost, crg, dirsim, "; ".join(reasons))
+                         float(teacher_cost), float(student_cost), crg, dirsim, "; ".join(reasons))

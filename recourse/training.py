@@ -16,7 +16,8 @@ from tqdm import tqdm
 from recourse.checkpoints import load_training_state, save_classifier, save_training_state
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 from recourse.data import LabelledImages
-from recourse.evaluation import evaluate_accuracy, to_float_images
+from recourse.data import to_float_images
+from recourse.evaluation import evaluate_accuracy
 
 Augmentation = Literal["flip-shift", "flip-shift-color"]
 
@@ -36,6 +37,17 @@ class TrainConfig:
             raise ValueError(f"epochs and batch_size must be >= 1, got {self.epochs}, {self.batch_size}")
         if self.augmentation not in ("flip-shift", "flip-shift-color"):
             raise ValueError(f"unknown augmentation {self.augmentation!r}")
+
+
+# The oracle differs from the audited classifier in width, activation, seed and augmentation,
+# so that a counterfactual tuned against one is not automatically accepted by the other.
+PRESETS: dict[str, tuple[ClassifierConfig, TrainConfig]] = {
+    "classifier": (ClassifierConfig(), TrainConfig()),
+    "oracle": (
+        ClassifierConfig(widths=(32, 64, 128, 256), activation="silu", dropout=0.2),
+        TrainConfig(epochs=16, seed=1, augmentation="flip-shift-color", max_shift=3),
+    ),
+}
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,8 @@ import numpy as np
 import torch
 from PIL import Image
 
-from recourse.audit import VARIANTS, audit_image
+from recourse.audit import audit_image
+from recourse.models import VARIANTS
 from scripts.app_screenshot import ROOT, app_process
 
 GALLERY = ROOT / "assets" / "gallery"

@@ -20,7 +20,7 @@ import numpy as np
 import torch
 from PIL import Image
 
-from recourse.counterfactual import default_generator
+from recourse.generation import default_generator
 from recourse.faces import align_face
 
 GALLERY = Path(__file__).resolve().parents[1] / "assets" / "gallery"

@@ -62,7 +62,7 @@ def celeba_folder(tmp_path: Path) -> tuple[Path, np.ndarray]:
 @pytest.fixture(scope="session")
 def tiny_generator():
     """A 16×16 latent generator with an 8-component basis that has a brightness direction."""
-    from recourse.counterfactual import LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
+    from recourse.generation import LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
 
     torch.manual_seed(0)
     faces = (np.random.default_rng(0).random((64, 3, 16, 16)) * 255).astype(np.uint8)

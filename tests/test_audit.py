@@ -11,7 +11,7 @@ import recourse.audit as audit
 from recourse.attribution import AttributionConfig
 from recourse.audit import AuditSettings, Models, audit_image, audit_steps, verdict
 from recourse.classifier import AttributeClassifier, ClassifierConfig
-from recourse.counterfactual import CounterfactualConfig, LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
+from recourse.generation import CounterfactualConfig, LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
 from recourse.data import ATTRIBUTES
 from recourse.metrics import ImageRecourse
 

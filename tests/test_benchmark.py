@@ -65,7 +65,7 @@ def test_recourse_summary_with_empty_s_and_b_is_undefined_not_zero():
 
 @pytest.fixture
 def tiny_setup(hq_folder, tmp_path, tiny_generator):
-    from recourse.quantization import PTQInt4Config, PTQInt8Config, quantize, save_variant
+    from recourse.compression import PTQInt4Config, PTQInt8Config, quantize, save_variant
 
     root, _ = hq_folder
     torch.manual_seed(0)
@@ -113,7 +113,7 @@ def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_p
     assert [c.stat().st_mtime_ns for c in chunks] == stamps
     assert _comparable(json.loads((out / "benchmark.json").read_text())) == _comparable(report)
     # a rebuilt variant recomputes only its own part
-    from recourse.quantization import load_variant, save_variant
+    from recourse.compression import load_variant, save_variant
 
     variant_dir = Path(tiny_setup[tiny_setup.index("--variants-dir") + 1]) / "ptq-int4"
     variant = load_variant(variant_dir)

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from recourse.bitpack import pack_codes, unpack_codes
+from recourse.compression.bitpack import pack_codes, unpack_codes
 
 
 @pytest.mark.parametrize("bits", [2, 3, 4, 5, 6, 8])

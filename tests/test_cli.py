@@ -66,7 +66,7 @@ def test_counterfactual_command_writes_three_panels(tmp_path, capsys):
     import numpy as np
     from PIL import Image
 
-    from recourse.counterfactual import LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
+    from recourse.generation import LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
 
     torch.manual_seed(0)
     faces = (np.random.default_rng(0).random((20, 3, 16, 16)) * 255).astype(np.uint8)
@@ -95,7 +95,7 @@ def test_counterfactual_command_rejects_unknown_attribute_and_faceless_photo(tmp
 
 
 def test_quantize_command_saves_a_loadable_variant(hq_folder, tiny_checkpoint, tmp_path):
-    from recourse.quantization import load_variant
+    from recourse.compression import load_variant
 
     root, _ = hq_folder
     code = main(["quantize", "--method", "ptq-int8", "--data", str(root), "--checkpoint", str(tiny_checkpoint),
@@ -107,8 +107,8 @@ def test_quantize_command_saves_a_loadable_variant(hq_folder, tiny_checkpoint, t
 
 def test_quantize_cf_ptq_makes_the_teachers_recourse_points_once(hq_folder, tiny_checkpoint, tmp_path, tiny_generator,
                                                                  monkeypatch):
-    import recourse.recourse_points as recourse_points
-    from recourse.quantization import load_variant
+    import recourse.compression.recourse_points as recourse_points
+    from recourse.compression import load_variant
 
     calls = []
 

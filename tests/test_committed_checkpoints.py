@@ -58,7 +58,7 @@ def test_all_seven_variants_are_committed_documented_and_together_under_60_mb():
 
 @pytest.fixture(scope="module")
 def first_test_images():
-    from recourse.evaluation import to_float_images
+    from recourse.data import to_float_images
 
     return to_float_images(load_split(HQ_DATA, "test", 64).images[:500])
 
@@ -70,7 +70,7 @@ def test_committed_variant_twin_agrees_with_its_integer_model(method, first_test
     import torch
 
     from recourse.metrics import agreement, decisions
-    from recourse.quantization import load_variant
+    from recourse.compression import load_variant
 
     variant = load_variant(CHECKPOINTS / "variants" / method)
     images = first_test_images

@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from recourse.classifier import AttributeClassifier, ClassifierConfig
-from recourse.counterfactual import (
+from recourse.generation import (
     CounterfactualConfig, LatentFaceGenerator, PixelFaceGenerator, generate, load_generator,
 )
 from recourse.data import ATTRIBUTES

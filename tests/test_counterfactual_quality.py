@@ -2,8 +2,8 @@ import numpy as np
 import torch
 
 from recourse.classifier import AttributeClassifier, ClassifierConfig
-from recourse.counterfactual import CounterfactualConfig, LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
-from recourse.counterfactual_quality import evaluate_counterfactual_quality
+from recourse.generation import CounterfactualConfig, LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
+from recourse.generation.quality import evaluate_counterfactual_quality
 
 
 def test_quality_report_on_a_tiny_setup():

@@ -3,7 +3,7 @@
 import pytest
 
 from recourse.audit import VARIANTS, VARIANTS_DIR
-from recourse.report import CARDS
+from recourse.render.audit_html import CARDS
 from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS, audit_gallery_face, start_app
 
 pytestmark = [

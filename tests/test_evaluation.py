@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 import torch
 
-from recourse.evaluation import to_float_images
+from recourse.data import to_float_images
 
 
 def test_uint8_images_become_floats_in_the_unit_range_and_floats_pass_through():

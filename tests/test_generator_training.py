@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 import torch
 
-from recourse.counterfactual import load_generator
-from recourse.generator_training import GeneratorTrainConfig, train_generator
+from recourse.generation import load_generator
+from recourse.generation.training import GeneratorTrainConfig, train_generator
 
 CONFIG = GeneratorTrainConfig(latent_dim=8, width=16, depth=1, steps=30, batch_size=16, checkpoint_every=10)
 
@@ -25,7 +25,7 @@ def test_training_saves_a_loadable_generator_with_its_record(tmp_path):
 
 
 def test_interrupted_training_resumes_to_the_same_weights(tmp_path, monkeypatch):
-    import recourse.generator_training as training
+    import recourse.generation.training as training
 
     train_generator(_faces(40, 0), _faces(8, 1), tmp_path / "full", CONFIG, tmp_path / "full-state")
     real_save = training.save_training_state

@@ -1,7 +1,7 @@
 import pytest
 import torch
 
-from recourse.mixed_precision import allocate_bits, measure_sensitivity
+from recourse.compression.mixed_precision import allocate_bits, measure_sensitivity
 
 
 def test_budget_goes_to_the_layer_that_gains_most_per_weight_bit():
@@ -29,7 +29,7 @@ def test_allocation_never_exceeds_the_budget():
 
 
 def test_sensitivity_restores_each_layer(tiny_twin):
-    from recourse.quantization import bits_of, weight_layers
+    from recourse.compression import bits_of, weight_layers
 
     before = {name: bits_of(layer) for name, layer in weight_layers(tiny_twin).items()}
     images = torch.rand(4, 3, 16, 16, generator=torch.Generator().manual_seed(0))
@@ -41,7 +41,7 @@ def test_sensitivity_restores_each_layer(tiny_twin):
 @pytest.fixture
 def tiny_twin():
     from recourse.classifier import AttributeClassifier, ClassifierConfig
-    from recourse.quantization import fold_batch_norm, prepare_twin, set_weight_quantizer, weight_layers
+    from recourse.compression import fold_batch_norm, prepare_twin, set_weight_quantizer, weight_layers
 
     torch.manual_seed(0)
     twin = prepare_twin(fold_batch_norm(AttributeClassifier(ClassifierConfig(widths=(4, 8), resolution=16))), 16)

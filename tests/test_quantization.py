@@ -2,9 +2,9 @@ import pytest
 import torch
 
 from recourse.classifier import AttributeClassifier, ClassifierConfig
-from recourse.quantization import (CFPTQConfig, CFQQATConfig, KDQuantConfig, MixedPrecQATConfig, PruneQuantConfig,
+from recourse.compression import (CFPTQConfig, CFQQATConfig, KDQuantConfig, MixedPrecQATConfig, PruneQuantConfig,
                                    PTQInt4Config, PTQInt8Config, quantize)
-from recourse.recourse_points import RecoursePoints
+from recourse.compression.recourse_points import RecoursePoints
 
 
 @pytest.fixture(scope="module")
@@ -97,7 +97,7 @@ def test_bad_arguments_are_rejected(model_and_images):
 @pytest.mark.parametrize("config", ALL_METHODS, ids=lambda c: c.method)
 def test_every_method_saves_compactly_and_reloads_with_identical_outputs(model_and_images, labels_and_points,
                                                                          config, tmp_path):
-    from recourse.quantization import load_variant, save_variant
+    from recourse.compression import load_variant, save_variant
 
     model, images = model_and_images
     labels, points = labels_and_points
@@ -162,7 +162,7 @@ def test_methods_that_need_labels_or_recourse_points_say_so(model_and_images):
 
 def test_broken_variant_folder_is_reported(tmp_path):
     from recourse.checkpoints import CheckpointError
-    from recourse.quantization import load_variant
+    from recourse.compression import load_variant
 
     with pytest.raises(CheckpointError, match="config not found"):
         load_variant(tmp_path)
@@ -172,7 +172,7 @@ def test_broken_variant_folder_is_reported(tmp_path):
 
 
 def test_magnitude_pruning_zeroes_the_smallest_weights_globally():
-    from recourse.quantization import magnitude_prune
+    from recourse.compression import magnitude_prune
 
     model = torch.nn.Sequential(torch.nn.Linear(2, 2, bias=False), torch.nn.Linear(2, 1, bias=False))
     with torch.no_grad():

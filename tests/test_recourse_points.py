@@ -1,7 +1,7 @@
 import torch
 
-from recourse.counterfactual import CounterfactualConfig
-from recourse.recourse_points import RecoursePoints, cached_recourse_points, make_recourse_points
+from recourse.generation import CounterfactualConfig
+from recourse.compression.recourse_points import RecoursePoints, cached_recourse_points, make_recourse_points
 from tests.conftest import BrightnessModel
 
 FAST = CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=5)

@@ -1,22 +1,15 @@
-"""Quantization-aware fine-tuning of a fake-quantized twin, and the objectives it minimises.
-
-An objective is ``loss(twin, images, labels, generator) -> scalar``; the loop samples
-batches, flips them, steps Adam with a cosine schedule and re-derives the weight scales
-after every step (the bit widths stay as allocated; activation ranges stay calibrated).
-"""
+"""Objectives of the fine-tuning and search methods: ``loss(twin, images, labels, generator) -> scalar``."""
 
 from __future__ import annotations
 
-import math
-import time
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from recourse.evaluation import to_float_images
-from recourse.recourse_points import RecoursePoints
+if TYPE_CHECKING:
+    from recourse.compression.recourse_points import RecoursePoints
 
 Objective = Callable[[nn.Module, torch.Tensor, torch.Tensor, torch.Generator], torch.Tensor]
 
@@ -58,37 +51,3 @@ def distillation_objective(teacher: nn.Module, temperature: float, weight: float
         return (1 - weight) * hard + weight * temperature ** 2 * distilled
 
     return loss
-
-
-def fine_tune(twin: nn.Module, objective: Objective, images: torch.Tensor, labels: torch.Tensor, steps: int,
-              batch_size: int, learning_rate: float, seed: int,
-              progress: Callable[[str, int, int], None] | None = None) -> dict:
-    """Fine-tune ``twin`` in place; returns steps, seconds and the mean loss of the last 50 steps."""
-    from recourse.quantization import refresh_weight_quantizers
-
-    started = time.perf_counter()
-    generator = torch.Generator().manual_seed(seed)
-    optimizer = torch.optim.Adam(twin.parameters(), lr=learning_rate)
-    losses: list[float] = []
-    twin.train()  # dropout; there is no batch norm left and the observers stay off
-    for step in range(steps):
-        for group in optimizer.param_groups:
-            group["lr"] = learning_rate * 0.5 * (1 + math.cos(math.pi * step / steps))
-        index = torch.randint(len(images), (batch_size,), generator=generator)
-        batch = to_float_images(images[index])
-        flip = torch.rand(batch_size, generator=generator) < 0.5
-        batch = torch.where(flip.view(-1, 1, 1, 1), batch.flip(3), batch)
-        refresh_weight_quantizers(twin)
-        loss = objective(twin, batch, labels[index].float(), generator)
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        if progress:
-            progress("fine-tuning", step + 1, steps)
-    refresh_weight_quantizers(twin)
-    twin.eval()
-    tail = losses[-50:]
-    return {"steps": steps, "batch_size": batch_size, "learning_rate": learning_rate,
-            "seconds": round(time.perf_counter() - started, 1),
-            "final_loss": round(sum(tail) / len(tail), 5) if tail else None}

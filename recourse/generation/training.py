@@ -17,10 +17,9 @@ import torch.nn.functional as F
 from tqdm import tqdm
 
 from recourse.checkpoints import load_training_state, save_training_state
-from recourse.counterfactual import (
-    LatentDenoiser, LatentFaceGenerator, PCAAutoencoder, default_scheduler, fit_pca_autoencoder,
-)
-from recourse.evaluation import to_float_images
+from recourse.data import to_float_images
+from recourse.generation.generators import LatentFaceGenerator
+from recourse.generation.models import LatentDenoiser, PCAAutoencoder, default_scheduler, fit_pca_autoencoder
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@ images, made once by the generator and cached, for the counterfactual-aware meth
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import time
@@ -14,10 +15,8 @@ import torch
 from safetensors.torch import load_file, save_file
 from torch import nn
 
-from recourse.counterfactual import CounterfactualConfig, FaceGenerator, attribute_index, generate
-from recourse.evaluation import to_float_images
-
-DEFAULT_ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
+from recourse.data import DEFAULT_ATTRIBUTES, attribute_index, to_float_images
+from recourse.generation import CounterfactualConfig, FaceGenerator, generate
 
 
 @dataclass(frozen=True)
@@ -87,6 +86,14 @@ def make_recourse_points(
         images=torch.cat([k[0] for k in kept])[order], attributes=torch.cat([k[1] for k in kept])[order],
         targets=torch.cat([k[2] for k in kept])[order], sources=torch.cat([k[3] for k in kept])[order],
         attempted=len(images), seconds=time.perf_counter() - started)
+
+
+def recourse_points_path(cache_dir: Path, teacher_digest: str, generator_digest: str, config: CounterfactualConfig,
+                         count: int) -> Path:
+    """Where the teacher's recourse points on ``count`` training images are cached: keyed by
+    the teacher's and the generator's content and the generation settings."""
+    key = hashlib.sha256(f"{teacher_digest} {generator_digest} {config}".encode()).hexdigest()[:16]
+    return Path(cache_dir) / f"recourse-points-{key}-{count}.safetensors"
 
 
 def cached_recourse_points(path: str | os.PathLike, make: Callable[[], RecoursePoints]) -> RecoursePoints:

@@ -7,6 +7,9 @@ from typing import Callable
 import torch
 from torch import nn
 
+from recourse.compression.fakequant import bits_of, set_weight_quantizer, weight_layers
+from recourse.progress import Progress, silent
+
 
 def allocate_bits(costs: dict[str, dict[int, float]], sizes: dict[str, int], budget: float,
                   choices: tuple[int, ...]) -> dict[str, int]:
@@ -40,11 +43,9 @@ def allocate_bits(costs: dict[str, dict[int, float]], sizes: dict[str, int], bud
 
 @torch.no_grad()
 def measure_sensitivity(twin: nn.Module, objective: Callable[[nn.Module], torch.Tensor], choices: tuple[int, ...],
-                        progress: Callable[[str, int, int], None] | None = None) -> dict[str, dict[int, float]]:
+                        progress: Progress = silent) -> dict[str, dict[int, float]]:
     """The objective with one layer at a time quantized to each of ``choices`` bits while
     every other layer keeps its current bits; each layer is restored afterwards."""
-    from recourse.quantization import bits_of, set_weight_quantizer, weight_layers
-
     layers = weight_layers(twin)
     costs: dict[str, dict[int, float]] = {}
     for done, (name, layer) in enumerate(layers.items()):
@@ -54,15 +55,12 @@ def measure_sensitivity(twin: nn.Module, objective: Callable[[nn.Module], torch.
             set_weight_quantizer(layer, bits)
             costs[name][bits] = float(objective(twin))
         set_weight_quantizer(layer, kept)
-        if progress:
-            progress("sensitivity", done + 1, len(layers))
+        progress("sensitivity", done + 1, len(layers))
     return costs
 
 
 def choose_bits(twin: nn.Module, objective: Callable[[nn.Module], torch.Tensor], choices: tuple[int, ...],
-                budget: float, progress: Callable[[str, int, int], None] | None = None) -> dict[str, int]:
-    from recourse.quantization import weight_layers
-
+                budget: float, progress: Progress = silent) -> dict[str, int]:
     twin.eval()
     costs = measure_sensitivity(twin, objective, choices, progress)
     sizes = {name: layer.weight.numel() for name, layer in weight_layers(twin).items()}

@@ -1,6 +1,6 @@
 """Judging the generator: FR, oracle FR, MNAC, proximity, oracle-feature FD and time.
 
-Follows the CelebA protocol of DiME / ACE as fixed in ``shared/docs/metrics.md``: the
+Follows the CelebA protocol of DiME / ACE as fixed in ``docs/metrics.md``: the
 counterfactuals are guided by the full-precision classifier and judged by the oracle,
 which no counterfactual was optimised against.
 """
@@ -16,14 +16,13 @@ import numpy as np
 import torch
 from torch import nn
 
-from recourse.counterfactual import CounterfactualConfig, FaceGenerator, attribute_index, generate
-from recourse.evaluation import predict_logits, to_float_images
+from recourse.data import DEFAULT_ATTRIBUTES, attribute_index, to_float_images
+from recourse.evaluation import predict_logits
+from recourse.generation.generators import FaceGenerator
+from recourse.generation.guidance import CounterfactualConfig, generate
 from recourse.metrics import (
     decisions, flip_rate, frechet_distance, mean_number_of_attributes_changed, recourse_cost,
 )
-
-QUALITY_ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
-
 
 @dataclass(frozen=True)
 class AttributeQuality:
@@ -77,7 +76,7 @@ def evaluate_counterfactual_quality(
     classifier: nn.Module,
     oracle: nn.Module,
     generator: FaceGenerator,
-    attributes: tuple[str, ...] = QUALITY_ATTRIBUTES,
+    attributes: tuple[str, ...] = DEFAULT_ATTRIBUTES,
     config: CounterfactualConfig = CounterfactualConfig(),
     batch_size: int = 32,
     timing_samples: int = 10,

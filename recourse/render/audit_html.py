@@ -11,10 +11,9 @@ import datetime
 import html
 import json
 
-from PIL import Image
-
-from recourse.audit import AuditResult, Predictions, png_data_uri
+from recourse.audit import AuditResult, Predictions
 from recourse.data import ATTRIBUTES
+from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, enlarge, png_data_uri
 
 # (key, title, one-line meaning): the value cards, in order; the README repeats these lines.
 CARDS: tuple[tuple[str, str, str], ...] = (
@@ -28,12 +27,12 @@ CARDS: tuple[tuple[str, str, str], ...] = (
 )
 
 _GOOD, _BAD, _NEUTRAL = "#dcfce7", "#fee2e2", "#f3f4f6"
-DISPLAY_SIZE = 192
 
 
-def enlarge(picture: Image.Image, size: int = DISPLAY_SIZE) -> Image.Image:
-    """Model-resolution pictures shown larger, pixels kept sharp."""
-    return picture.resize((size, size), Image.Resampling.NEAREST)
+def audit_record(result: AuditResult) -> dict:
+    """The audit's values and its pictures (PNG data URIs): the JSON export of the app and the CLI."""
+    return {**result.to_dict(),
+            "images": {name: png_data_uri(picture) for name, picture in audit_pictures(result).items()}}
 
 
 def _bar(probability: float, colour: str) -> str:
@@ -105,7 +104,7 @@ def attribution_table(result: AuditResult) -> str:
 def report_html(result: AuditResult, source: str = "") -> str:
     """The whole audit on one self-contained page."""
     p = result.predictions
-    pictures = {name: png_data_uri(enlarge(picture)) for name, picture in result.pictures().items()}
+    pictures = {name: png_data_uri(enlarge(picture)) for name, picture in audit_pictures(result).items()}
 
     def figure(name: str, caption: str) -> str:
         return (f'<figure style="display:inline-block;margin:4px;text-align:center"><img src="{pictures[name]}" '
@@ -118,7 +117,7 @@ def report_html(result: AuditResult, source: str = "") -> str:
 <h1>Recourse audit</h1>
 <p>Variant <b>{html.escape(p.variant)}</b> against the full-precision classifier; attribute <b>{html.escape(p.attribute)}</b>,
 target {target}; seed {result.seed}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
-Metric definitions: shared/docs/metrics.md.</p>
+Metric definitions: docs/metrics.md in the recourse-audit repository.</p>
 <h2>Verdict</h2><p style="font-size:18px">{html.escape(result.verdict)}</p>
 {value_cards(result)}
 <h2>Face and recourses</h2>

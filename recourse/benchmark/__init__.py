@@ -1,0 +1,13 @@
+"""The benchmark: ``run_benchmark(BenchmarkConfig(...)) -> BenchmarkResult``.
+
+``tasks`` (the recourse tasks in resumable chunks, on the paired core) → ``rows`` (the
+table, intervals, paired differences) → ``run`` (loading, caching keys, processes, files).
+The markdown and plots are drawn by :mod:`recourse.render.benchmark`.
+"""
+
+from recourse.benchmark.rows import BenchmarkRow, bootstrap_intervals
+from recourse.benchmark.run import BenchmarkConfig, BenchmarkResult, run_benchmark
+from recourse.benchmark.tasks import BenchmarkSettings
+
+__all__ = ["BenchmarkConfig", "BenchmarkResult", "BenchmarkRow", "BenchmarkSettings", "bootstrap_intervals",
+           "run_benchmark"]

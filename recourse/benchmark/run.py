@@ -1,0 +1,176 @@
+"""``run_benchmark(config) -> BenchmarkResult``: every compressed variant against the
+full-precision classifier, on accuracy, recourse (VD, CRG, DirSim per ``docs/metrics.md``),
+cost and speed.
+
+Runs on one process or several (Hugging Face Accelerate's ``PartialState``: each process
+takes every K-th chunk of tasks, rank 0 gathers the records and builds the table).
+"""
+
+from __future__ import annotations
+
+import datetime
+import math
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from recourse.benchmark.rows import BenchmarkRow, VariantFacts, benchmark_rows
+from recourse.benchmark.tasks import FP32, BenchmarkSettings, task_records
+from recourse.checkpoints import (
+    CONFIG_FILE, WEIGHTS_FILE, CheckpointError, file_digest, folder_bytes, load_classifier, read_config,
+)
+from recourse.compression import METHODS, load_variant
+from recourse.data import load_framed_split
+from recourse.paired import Student
+from recourse.progress import Progress, silent
+from recourse.paths import DEFAULT_CACHE, generator_dir, shown, teacher_dir, variants_dir
+
+DEFINITIONS = "docs/metrics.md (VD = Validity Drop)"
+
+
+@dataclass(frozen=True)
+class BenchmarkConfig:
+    """A benchmark run: what to compute (``settings``) and where things are."""
+
+    data: Path  # a CelebA-HQ or original CelebA folder
+    out: Path  # benchmark.json, benchmark.md and the resumable cache go here
+    split: str = "test"
+    settings: BenchmarkSettings = BenchmarkSettings()
+    methods: tuple[str, ...] = METHODS
+    checkpoint: Path = field(default_factory=teacher_dir)
+    variants_dir: Path = field(default_factory=variants_dir)
+    generator: str = field(default_factory=lambda: str(generator_dir()))
+    image_cache: Path | None = DEFAULT_CACHE  # decoded images
+    command: str = ""  # recorded in the report
+
+    def __post_init__(self) -> None:
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown or not self.methods:
+            raise ValueError(f"methods must be among {', '.join(METHODS)}; got {', '.join(self.methods) or 'none'}")
+
+
+@dataclass(frozen=True)
+class BenchmarkResult:
+    """The table and how it was made."""
+
+    date: str
+    command: str
+    split: str
+    n: int
+    attributes: tuple[str, ...]
+    accuracy_images: int
+    processes: int
+    seconds: float
+    settings: dict
+    rows: tuple[BenchmarkRow, ...]
+    definitions: str = DEFINITIONS
+
+    def to_dict(self) -> dict:
+        """JSON-ready: non-finite values (undefined metrics) are written as ``null``."""
+        record = {
+            "date": self.date, "command": self.command, "split": self.split, "n": self.n,
+            "attributes": list(self.attributes), "accuracy_images": self.accuracy_images,
+            "processes": self.processes, "seconds": self.seconds, "settings": self.settings,
+            "definitions": self.definitions, "rows": [asdict(row) for row in self.rows],
+        }
+        return _finite(record)
+
+    @classmethod
+    def from_dict(cls, record: dict[str, Any]) -> "BenchmarkResult":
+        """Read ``benchmark.json`` back, or raise ValueError saying what is wrong with it."""
+        try:
+            rows = tuple(BenchmarkRow(**row) for row in record["rows"])
+            return cls(date=record["date"], command=record["command"], split=record["split"], n=int(record["n"]),
+                       attributes=tuple(record["attributes"]), accuracy_images=int(record["accuracy_images"]),
+                       processes=int(record["processes"]), seconds=float(record["seconds"]),
+                       settings=dict(record["settings"]), rows=rows,
+                       definitions=record.get("definitions", DEFINITIONS))
+        except (KeyError, TypeError, ValueError) as error:
+            raise ValueError(f"not a benchmark record ({type(error).__name__}: {error})") from None
+
+
+def _finite(value):
+    """JSON has no NaN or infinity: an undefined value is written as null."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _load_students(config: BenchmarkConfig) -> tuple[dict[str, Student], dict[str, VariantFacts]]:
+    students, facts = {}, {}
+    for method in config.methods:
+        directory = config.variants_dir / method
+        if not (directory / CONFIG_FILE).is_file():
+            raise CheckpointError(f"{shown(directory)}: variant not found; make it with "
+                                  f"python -m recourse quantize --method {method} --data PATH --out {shown(directory)}")
+        variant = load_variant(directory)
+        details = {k: variant.details[k] for k in ("budget", "sparsity", "layer_bits", "layer_clip", "fine_tuning")
+                   if k in variant.details}
+        students[method] = Student.from_variant(method, variant)
+        facts[method] = VariantFacts(variant.integer is not None, variant.bits_per_weight, variant.seconds,
+                                     folder_bytes(directory), details)
+    return students, facts
+
+
+def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> BenchmarkResult | None:
+    """Run (or resume) the benchmark; writes ``benchmark.json`` and ``benchmark.md`` under
+    ``config.out``. Returns the result on the main process and ``None`` on the others.
+    ``progress(stage, done, total)`` reports the loading of images and the tasks."""
+    from accelerate import PartialState
+    from accelerate.utils import gather_object
+
+    from recourse.generation import load_generator
+    started = time.perf_counter()
+    state = PartialState(cpu=True)
+    settings = config.settings
+    teacher = load_classifier(config.checkpoint)
+    students, facts = _load_students(config)
+    generator = load_generator(config.generator)
+    with state.main_process_first():  # one process decodes and caches the images
+        split = load_framed_split(Path(config.data), config.split, teacher.config.resolution, config.image_cache,
+                                  lambda done, total: progress(f"loading {config.split}", done, total))
+    images, labels = torch.as_tensor(split.images), torch.as_tensor(split.labels)
+    teacher_inputs = {FP32: file_digest(Path(config.checkpoint) / WEIGHTS_FILE),
+                      "generator": file_digest(Path(config.generator)), "split": config.split,
+                      "data": str(Path(config.data).resolve())}
+    fingerprints = {FP32: settings.fingerprint(teacher_inputs)}
+    for method in config.methods:
+        fingerprints[method] = settings.fingerprint(
+            {**teacher_inputs, method: file_digest(config.variants_dir / method / WEIGHTS_FILE)})
+    stage = f"benchmark tasks (process {state.process_index + 1}/{state.num_processes})"
+
+    def chunks(done: int, total: int) -> None:
+        progress(stage, done * settings.chunk_size, total * settings.chunk_size)
+
+    records = task_records(images, teacher, students, settings, generator, config.out / "cache", fingerprints,
+                           state.process_index, state.num_processes, chunks)
+    records = gather_object(records) if state.num_processes > 1 else records
+    result = None
+    if state.is_main_process:
+        train_seconds = float(read_config(config.checkpoint).get("training_seconds", 0.0))
+        rows = benchmark_rows(records, teacher, students, facts, images, labels, train_seconds,
+                              folder_bytes(Path(config.checkpoint)), settings)
+        result = BenchmarkResult(
+            date=datetime.date.today().isoformat(), command=config.command, split=config.split, n=len(records),
+            attributes=settings.attributes, accuracy_images=len(images), processes=state.num_processes,
+            seconds=round(time.perf_counter() - started, 1), settings=asdict(settings), rows=tuple(rows))
+        write_result(result, config.out)
+    state.wait_for_everyone()
+    return result
+
+
+def write_result(result: BenchmarkResult, out: Path) -> None:
+    import json
+
+    from recourse.render.benchmark import markdown_report
+
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "benchmark.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
+    (out / "benchmark.md").write_text(markdown_report(result))

@@ -1,0 +1,210 @@
+"""Counterfactuals guided by the model under audit.
+
+Guidance follows DiME (Jeanneret et al., 2022) in spirit:
+
+1. encode ``x`` and noise it to an intermediate step ``t0`` (seeded per sample);
+2. at each DDIM step, predict the clean latent, decode it as an *edit* of the real image
+   (``x̂ = x + D(ẑ0) − D(z0)``: what the generator cannot represent is kept), and move the
+   noise prediction along the gradient of the guiding model's loss: a hinge pushing the
+   attribute's logit past ``margin`` towards the target, a term keeping the model's other
+   39 probabilities where they were, and an L1 proximity term;
+3. samples not yet past the margin get fixed-length gradient steps on the clean latent,
+   each stopping as soon as it is past (so the change stays small).
+
+Only the guiding model's outputs and gradients are used, so any ``nn.Module`` returning 40
+logits can guide, a fake-quantized twin included.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import asdict, dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from recourse.data import attribute_index, resize_images
+from recourse.generation.generators import FaceGenerator, default_generator
+from recourse.metrics import decisions, recourse_cost, validity
+
+
+@dataclass(frozen=True)
+class CounterfactualConfig:
+    """Settings of one guided generation; saved with every result."""
+
+    steps: int = 20  # DDIM steps over the full schedule
+    noise_level: float = 0.1  # fraction of the schedule the image is noised to (t0 / T)
+    guidance_scale: float = 40.0  # strength of the classifier gradient in the noise prediction
+    proximity_weight: float = 5.0  # weight of the L1 distance to the input in the guided loss
+    finish_steps: int = 60  # extra gradient steps on the latent for samples not yet past the margin
+    finish_learning_rate: float = 0.05
+    margin: float = 3.0  # guide until the target logit is past the boundary by this much
+    preserve_weight: float = 20.0  # weight of keeping the other 39 attributes' probabilities
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        if self.steps < 1:
+            raise ValueError(f"steps must be >= 1, got {self.steps}")
+        if not 0.0 < self.noise_level <= 1.0:
+            raise ValueError(f"noise_level must be in (0, 1], got {self.noise_level}")
+        if self.guidance_scale < 0 or self.proximity_weight < 0 or self.finish_steps < 0:
+            raise ValueError("guidance_scale, proximity_weight and finish_steps must be >= 0, got "
+                             f"{self.guidance_scale}, {self.proximity_weight}, {self.finish_steps}")
+
+
+@dataclass(frozen=True)
+class CounterfactualResult:
+    """Counterfactuals of a batch for one attribute.
+
+    ``images`` and ``originals`` are ``(B, 3, H, W)`` in [0, 1]; the other tensors ``(B,)``.
+    Probabilities are the guiding model's ``p_a``; ``cost`` is ``mean |x' − x|``.
+    """
+
+    images: torch.Tensor
+    originals: torch.Tensor
+    attribute: str
+    target: torch.Tensor
+    probability_before: torch.Tensor
+    probability_after: torch.Tensor
+    valid: torch.Tensor
+    cost: torch.Tensor
+    seeds: tuple[int, ...]
+    config: CounterfactualConfig
+    seconds: float
+
+    def to_dict(self) -> dict:
+        return {
+            "attribute": self.attribute, "target": self.target.tolist(),
+            "probability_before": [round(v, 5) for v in self.probability_before.tolist()],
+            "probability_after": [round(v, 5) for v in self.probability_after.tolist()],
+            "valid": self.valid.tolist(), "cost": [round(v, 6) for v in self.cost.tolist()],
+            "seeds": list(self.seeds), "settings": asdict(self.config), "seconds": round(self.seconds, 3),
+        }
+
+
+def _check_images(images: torch.Tensor) -> None:
+    if not isinstance(images, torch.Tensor) or images.ndim != 4 or images.shape[1] != 3:
+        shape = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
+        raise ValueError(f"images must be a (B, 3, H, W) tensor, got {shape}")
+    if not images.is_floating_point() or images.min() < 0 or images.max() > 1:
+        raise ValueError("images must be floats in [0, 1]")
+
+
+def _targets(target: int | torch.Tensor, batch: int) -> torch.Tensor:
+    target = torch.as_tensor(target)
+    if target.ndim == 0:
+        target = target.expand(batch)
+    if target.shape != (batch,) or not bool(((target == 0) | (target == 1)).all()):
+        raise ValueError(f"target must be 0 or 1 (or one per image), got {target.tolist()}")
+    return target.float()
+
+
+def _seeded_noise(seeds: tuple[int, ...], shape: tuple[int, ...]) -> torch.Tensor:
+    """One noise draw per sample from its own seed, so batching never changes a result."""
+    return torch.stack([torch.randn(shape, generator=torch.Generator().manual_seed(s)) for s in seeds])
+
+
+def generate(
+    images: torch.Tensor,
+    model: nn.Module,
+    attribute: str,
+    target: int | torch.Tensor,
+    config: CounterfactualConfig = CounterfactualConfig(),
+    generator: FaceGenerator | None = None,
+    seeds: tuple[int, ...] | None = None,
+) -> CounterfactualResult:
+    """Counterfactuals of ``images`` (``(B, 3, H, W)`` in [0, 1]) that ``model`` decides as
+    ``target`` on ``attribute``. ``model`` is any module returning 40 logits; it is only read.
+
+    ``generator`` defaults to the committed one (loaded once). Each sample's noise comes
+    from ``seeds[i]`` (default ``config.seed + i``), so the same task gives the same
+    counterfactual for any guiding model, batch or order.
+    """
+    index = attribute_index(attribute)
+    generator = generator if generator is not None else default_generator()
+    _check_images(images)
+    batch = len(images)
+    target = _targets(target, batch)
+    seeds = tuple(config.seed + i for i in range(batch)) if seeds is None else tuple(int(s) for s in seeds)
+    if len(seeds) != batch:
+        raise ValueError(f"expected {batch} seeds, got {len(seeds)}")
+    started = time.perf_counter()
+    was_training = model.training
+    model.eval()
+    sign = 2 * target - 1  # +1 pushes the logit up, -1 down
+
+    with torch.no_grad():
+        all_before = torch.sigmoid(model(images))
+        probability_before = all_before[:, index]
+        z0 = generator.encode(images)
+        reconstruction = generator.decode(z0)
+    others = torch.ones(40, dtype=torch.bool)
+    others[index] = False
+
+    def guided_loss(candidate: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        all_logits = model(candidate)
+        logits = all_logits[:, index]
+        # hinge on the signed logit: stop pushing once past the margin (the smallest change)
+        decision_loss = F.softplus(config.margin - sign * logits)
+        # keep the guiding model's view of the other 39 attributes where it was
+        preserve = F.binary_cross_entropy_with_logits(
+            all_logits[:, others], all_before[:, others], reduction="none").mean(dim=1)
+        proximity = recourse_cost(images, candidate)
+        loss = decision_loss + config.preserve_weight * preserve + config.proximity_weight * proximity
+        return loss, logits
+
+    def edit(latents: torch.Tensor) -> torch.Tensor:
+        edited = images + resize_images(generator.decode(latents) - reconstruction, images.shape[-1])
+        return edited.clamp(0, 1)
+
+    # (1) noise to t0
+    # a scheduler of our own: set_timesteps mutates it, and concurrent audits share the generator
+    scheduler = type(generator.scheduler).from_config(generator.scheduler.config)
+    scheduler.set_timesteps(config.steps)
+    timesteps = [t for t in scheduler.timesteps if t <= round(config.noise_level * scheduler.config.num_train_timesteps)]
+    alphas = scheduler.alphas_cumprod
+    latents = z0
+    if timesteps:
+        noise = _seeded_noise(seeds, tuple(z0.shape[1:]))
+        latents = scheduler.add_noise(z0, noise, timesteps[0].reshape(1))
+    # (2) guided DDIM denoising
+    for t in timesteps:
+        latents = latents.detach().requires_grad_(True)
+        noise_prediction = generator.predict_noise(latents, t.reshape(1))
+        alpha = alphas[t]
+        clean = (latents - (1 - alpha).sqrt() * noise_prediction) / alpha.sqrt()
+        loss, _ = guided_loss(edit(clean))
+        gradient, = torch.autograd.grad(loss.sum(), latents)
+        guided = noise_prediction.detach() + config.guidance_scale * (1 - alpha).sqrt() * gradient
+        latents = scheduler.step(guided, t, latents.detach()).prev_sample
+    # (3) finish the samples that are not yet past the margin
+    # (each pass first checks the current latents, so a batch already past stops at once)
+    done = torch.zeros(batch, dtype=torch.bool)
+    for _ in range(config.finish_steps):
+        latents = latents.detach().requires_grad_(True)
+        loss, logits = guided_loss(edit(latents))
+        done = done | (sign * logits.detach() >= config.margin)
+        if bool(done.all()):
+            break
+        gradient, = torch.autograd.grad(loss.sum(), latents)
+        # a fixed-length step along the gradient, only for samples not yet done: the others
+        # keep their smallest change
+        per_sample = (-1, *[1] * (latents.ndim - 1))
+        norm = gradient.flatten(1).norm(dim=1).clamp_min(1e-12).view(per_sample)
+        step = gradient / norm * math.sqrt(latents[0].numel())
+        latents = latents.detach() - config.finish_learning_rate * step * (~done).float().view(per_sample)
+    latents = latents.detach()
+    with torch.no_grad():
+        counterfactuals = edit(latents)
+        logits_after = model(counterfactuals)[:, index]
+        probability_after = torch.sigmoid(logits_after)
+    model.train(was_training)
+    return CounterfactualResult(
+        images=counterfactuals, originals=images, attribute=attribute, target=target.long(),
+        probability_before=probability_before, probability_after=probability_after,
+        valid=validity(decisions(logits_after), target.long()),
+        cost=recourse_cost(images, counterfactuals),
+        seeds=seeds, config=config, seconds=time.perf_counter() - started,
+    )

@@ -1,0 +1,172 @@
+"""Paired recourse: the teacher's and the student's counterfactuals for the same tasks and
+seeds, and the per-task columns every recourse metric is computed from.
+
+The one core under the per-image audit, the failure scan and the benchmark
+(definitions in ``docs/metrics.md``). A task is an image, an attribute, a target and a
+seed. For each task:
+
+* ``x'_f`` — guided by the full-precision teacher; ``V_f(x'_f)`` is the teacher's decision;
+* ``x'_g`` — guided by the student's differentiable twin, with the same seed;
+* ``V_g(x'_f)`` and ``V_g(x'_g)`` — decided by the student's *decider*, the model that is
+  deployed (integer kernels where they exist);
+* both costs and ``cos(x'_f − x, x'_g − x)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass
+from typing import Literal
+
+import torch
+from torch import nn
+
+from recourse.data import attribute_index
+from recourse.generation import CounterfactualConfig, CounterfactualResult, FaceGenerator, generate
+from recourse.metrics import (
+    ImageRecourse, both_valid, decisions, direction_cosines, directional_similarity, image_recourse, recourse_gap,
+    success_rate, validity, validity_drop,
+)
+
+
+@dataclass(frozen=True)
+class Student:
+    """A compressed variant as a recourse comparison sees it."""
+
+    name: str
+    twin: nn.Module  # fake-quantized, differentiable: guides x'_g
+    decider: nn.Module  # makes the student's decisions: integer kernels where they exist
+
+    @property
+    def kind(self) -> Literal["integer", "twin"]:
+        return "twin" if self.decider is self.twin else "integer"
+
+    @classmethod
+    def from_variant(cls, name: str, variant) -> "Student":
+        """From a :class:`recourse.compression.QuantizedModel`."""
+        return cls(name, variant.twin, variant.decider)
+
+
+@torch.no_grad()
+def flip_targets(model: nn.Module, images: torch.Tensor, attribute: str) -> torch.Tensor:
+    """The target that flips ``model``'s decision on ``attribute``, per image ``(N,)`` long."""
+    return 1 - decisions(model(images)[:, attribute_index(attribute)])
+
+
+@dataclass(frozen=True)
+class RecourseSummary:
+    """VD, CRG, DirSim and the student's success rate over a set of tasks, with N, |S|, |B|."""
+
+    vd: float
+    crg: float
+    dirsim: float
+    success_rate: float
+    n: int
+    s: int
+    b: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class RecourseColumns:
+    """Per-task values of paired recourse; every field is ``(N,)``."""
+
+    target: torch.Tensor  # long, 0/1
+    teacher_valid: torch.Tensor  # bool, V_f(x'_f)
+    student_accepts_teacher: torch.Tensor  # bool, V_g(x'_f)
+    student_valid: torch.Tensor  # bool, V_g(x'_g)
+    teacher_cost: torch.Tensor  # float64, c(x, x'_f)
+    student_cost: torch.Tensor  # float64, c(x, x'_g)
+    cosine: torch.Tensor  # float64, cos(x'_f − x, x'_g − x)
+
+    def __len__(self) -> int:
+        return len(self.target)
+
+    def select(self, index: torch.Tensor) -> "RecourseColumns":
+        return RecourseColumns(**{name: value[index] for name, value in self._fields().items()})
+
+    @classmethod
+    def concat(cls, parts: list["RecourseColumns"]) -> "RecourseColumns":
+        return cls(**{name: torch.cat([getattr(p, name) for p in parts]) for name in cls.__dataclass_fields__})
+
+    def summary(self) -> RecourseSummary:
+        vd, s = validity_drop(self.teacher_valid, self.student_accepts_teacher)
+        mask = both_valid(self.teacher_valid, self.student_valid)
+        return RecourseSummary(
+            vd=vd, crg=recourse_gap(self.teacher_cost, self.student_cost, mask),
+            dirsim=directional_similarity(self.cosine, mask), success_rate=success_rate(self.student_valid),
+            n=len(mask), s=s, b=int(mask.sum()))
+
+    def image(self, i: int) -> ImageRecourse:
+        """Task ``i``'s per-image values (``CRG_i``, ``DirSim_i``)."""
+        return image_recourse(bool(self.teacher_valid[i]), bool(self.student_accepts_teacher[i]),
+                              bool(self.student_valid[i]), float(self.teacher_cost[i]), float(self.student_cost[i]),
+                              float(self.cosine[i]))
+
+    def _fields(self) -> dict[str, torch.Tensor]:
+        return {name: getattr(self, name) for name in self.__dataclass_fields__}
+
+
+@dataclass(frozen=True)
+class StudentRecourse:
+    """The student's side of a batch of tasks. ``counterfactuals`` ``(N, 3, H, W)``; the rest ``(N,)``."""
+
+    counterfactuals: torch.Tensor  # x'_g
+    accepts_teacher: torch.Tensor  # V_g(x'_f)
+    valid: torch.Tensor  # V_g(x'_g)
+    cost: torch.Tensor
+    cosine: torch.Tensor
+    probability_on_teacher: torch.Tensor  # the decider's p_a(x'_f)
+    probability_on_own: torch.Tensor  # the decider's p_a(x'_g)
+    twin_probability_after: torch.Tensor  # the twin's p_a(x'_g)
+
+
+def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor,
+                     teacher_counterfactuals: torch.Tensor, student: Student, config: CounterfactualConfig,
+                     generator: FaceGenerator | None, seeds: tuple[int, ...]) -> StudentRecourse:
+    """``x'_g`` for images ``(N, 3, H, W)`` and the student's view of the teacher's ``x'_f``."""
+    index = attribute_index(attribute)
+    own = generate(images, student.twin, attribute, targets, config, generator, seeds)
+    with torch.no_grad():
+        on_teacher = student.decider(teacher_counterfactuals)[:, index]
+        on_own = student.decider(own.images)[:, index]
+    return StudentRecourse(
+        counterfactuals=own.images,
+        accepts_teacher=validity(decisions(on_teacher), targets.long()),
+        valid=validity(decisions(on_own), targets.long()),
+        cost=own.cost,
+        cosine=direction_cosines(teacher_counterfactuals - images, own.images - images),
+        probability_on_teacher=torch.sigmoid(on_teacher), probability_on_own=torch.sigmoid(on_own),
+        twin_probability_after=own.probability_after,
+    )
+
+
+def columns(teacher_valid: torch.Tensor, teacher_cost: torch.Tensor, targets: torch.Tensor,
+            student: StudentRecourse) -> RecourseColumns:
+    return RecourseColumns(
+        target=targets.long(), teacher_valid=teacher_valid.bool(),
+        student_accepts_teacher=student.accepts_teacher.bool(), student_valid=student.valid.bool(),
+        teacher_cost=teacher_cost.double(), student_cost=student.cost.double(), cosine=student.cosine.double())
+
+
+@dataclass(frozen=True)
+class PairedRecourse:
+    """Both sides of a batch of tasks and their columns."""
+
+    teacher: CounterfactualResult  # x'_f, V_f(x'_f), c_f
+    student: StudentRecourse
+    columns: RecourseColumns
+
+
+def paired_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor, teacher: nn.Module,
+                    student: Student, config: CounterfactualConfig, generator: FaceGenerator | None,
+                    seeds: tuple[int, ...]) -> PairedRecourse:
+    """Teacher and student recourse for images ``(N, 3, H, W)`` in [0, 1], one attribute,
+    targets ``(N,)`` and one seed per task (the same seed for both models)."""
+    targets = torch.as_tensor(targets).long()
+    teacher_result = generate(images, teacher, attribute, targets, config, generator, seeds)
+    student_result = student_recourse(images, attribute, targets, teacher_result.images, student, config,
+                                      generator, seeds)
+    return PairedRecourse(teacher_result, student_result,
+                          columns(teacher_result.valid, teacher_result.cost, targets, student_result))

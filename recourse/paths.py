@@ -1,0 +1,63 @@
+"""Where the project's files live, resolved one way for the library, the CLI and the app.
+
+The committed checkpoints and assets sit beside the package in a source checkout. An
+installed package (``pip install .``) has no checkout around it, so it looks in the
+working directory instead; ``RECOURSE_HOME`` names the folder that holds ``checkpoints/``
+and ``assets/`` explicitly.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_SOURCE_ROOT = Path(__file__).resolve().parents[1]
+
+
+def project_root() -> Path:
+    """The folder holding ``checkpoints/`` and ``assets/``."""
+    if "RECOURSE_HOME" in os.environ:
+        return Path(os.environ["RECOURSE_HOME"])
+    if (_SOURCE_ROOT / "checkpoints").is_dir():
+        return _SOURCE_ROOT
+    return Path.cwd()
+
+
+def checkpoints_dir() -> Path:
+    return project_root() / "checkpoints"
+
+
+def teacher_dir() -> Path:
+    """The full-precision classifier under audit."""
+    return checkpoints_dir() / "classifier"
+
+
+def oracle_dir() -> Path:
+    """The independent classifier that judges counterfactuals and never guides them."""
+    return checkpoints_dir() / "oracle"
+
+
+def generator_dir() -> Path:
+    return checkpoints_dir() / "generator"
+
+
+def variants_dir() -> Path:
+    """One folder per compressed variant, named after its method."""
+    return checkpoints_dir() / "variants"
+
+
+def assets_dir() -> Path:
+    return project_root() / "assets"
+
+
+def shown(path: Path) -> str:
+    """A path as users may see it: relative to the project where it lies inside it, so that
+    messages never reveal where the server keeps its files."""
+    path = Path(path)
+    try:
+        return str(path.resolve().relative_to(project_root().resolve()))
+    except ValueError:
+        return path.name
+
+
+DEFAULT_CACHE = Path(".cache")  # decoded images and resumable state, under the working directory

@@ -1,0 +1,107 @@
+"""Finding recourse failures: a folder's images ranked by how far the student's recourse
+departs from the teacher's, each row computed by the same paired core as an audit."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import torch
+from torch import nn
+
+from recourse.audit import AuditSettings, model_resolution
+from recourse.data import to_float_images
+from recourse.generation import FaceGenerator, default_generator
+from recourse.metrics import ImageRecourse
+from recourse.paired import Student, flip_targets, paired_recourse
+
+
+@dataclass(frozen=True)
+class FolderCase:
+    """One image of a scanned folder: its framed image ``(3, H, W)`` and recourse values."""
+
+    filename: str
+    image: torch.Tensor
+    target: int
+    recourse: ImageRecourse
+    divergence: float | None  # see divergence_score; None where there is nothing to compare
+
+
+def divergence_score(recourse: ImageRecourse) -> float | None:
+    """Ranks recourse failures, worst first: 1 if the student rejects the teacher's recourse,
+    plus 1 if the student finds no valid recourse of its own, plus ``(1 − DirSim_i/100) / 2``
+    where DirSim_i is defined. ``None`` when the teacher has no valid recourse."""
+    if not recourse.teacher_valid:
+        return None
+    score = float(not recourse.student_accepts_teacher) + float(not recourse.student_valid)
+    if recourse.dirsim is not None:
+        score += (1 - recourse.dirsim / 100) / 2
+    return score
+
+
+def _rank(cases: list[FolderCase]) -> list[FolderCase]:
+    return sorted(cases, key=lambda c: (c.divergence is None, -(c.divergence or 0.0), c.filename))
+
+
+def read_folder(folder: str | os.PathLike, split: str, count: int,
+                resolution: int) -> tuple[tuple[str, ...], Iterator[torch.Tensor]]:
+    """The first ``count`` images of ``split`` of a folder in either CelebA layout, framed like
+    the training images (original CelebA photos are aligned), one ``(3, R, R)`` at a time."""
+    from recourse.data import detect_layout, image_dir, open_rgb, resize_square, select_split
+
+    if count < 1:
+        raise ValueError(f"count must be >= 1, got {count}")
+    root = Path(folder)
+    framer = resize_square
+    if detect_layout(root) == "celeba":
+        from recourse.faces import CelebAFramer
+
+        framer = CelebAFramer()
+    names = select_split(root, split).filenames[:count]
+    if not names:
+        raise ValueError(f"{root.name}: split {split!r} has no images")
+    directory = image_dir(root)
+    images = (to_float_images(framer(open_rgb(directory / name), resolution)) for name in names)
+    return names, images
+
+
+def scan_folder(
+    folder: str | os.PathLike,
+    variant: str,
+    attribute: str,
+    count: int = 16,
+    split: str = "test",
+    settings: AuditSettings = AuditSettings(),
+    batch_size: int = 1,
+    teacher: nn.Module | None = None,
+    student: Student | None = None,
+    generator: FaceGenerator | None = None,
+) -> Iterator[tuple[int, int, list[FolderCase]]]:
+    """Rank a folder's images by recourse divergence for one variant and attribute.
+
+    Yields ``(done, total, cases ranked worst first)`` after each batch. Each image gets the
+    seed of ``settings`` and the target that flips the teacher's decision, as a single audit
+    of it would. With ``batch_size=1`` (the default) an audit of a listed image reproduces its
+    row exactly; larger batches are faster but change the convolutions' rounding, which the
+    student twin's quantization and twenty guided steps can amplify into visibly different values.
+    """
+    from recourse import models
+
+    teacher = teacher if teacher is not None else models.load_teacher()
+    student = student if student is not None else models.load_student(variant)
+    generator = generator if generator is not None else default_generator()
+    names, images = read_folder(folder, split, count, model_resolution(teacher))
+    seed = settings.counterfactual.seed
+    cases: list[FolderCase] = []
+    for start in range(0, len(names), batch_size):
+        batch_names = names[start:start + batch_size]
+        x = torch.stack([next(images) for _ in batch_names])  # (B, 3, H, W)
+        targets = flip_targets(teacher, x, attribute)
+        paired = paired_recourse(x, attribute, targets, teacher, student, settings.counterfactual, generator,
+                                 seeds=(seed,) * len(x))
+        for i, name in enumerate(batch_names):
+            recourse = paired.columns.image(i)
+            cases.append(FolderCase(name, x[i], int(targets[i]), recourse, divergence_score(recourse)))
+        yield len(cases), len(names), _rank(cases)
