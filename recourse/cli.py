@@ -79,6 +79,7 @@ def command_train_classifier(args: argparse.Namespace) -> int:
 
 def command_evaluate(args: argparse.Namespace) -> int:
     from recourse.evaluation import evaluate_accuracy
+    from recourse.render.text import accuracy_lines
 
     checkpoint = _model_dir(args, args.checkpoint, args.model)
     model = load_classifier(checkpoint)
@@ -91,12 +92,7 @@ def command_evaluate(args: argparse.Namespace) -> int:
         "seconds": round(time.time() - started, 1), "recorded_test_accuracy": read_config(checkpoint).get("test_accuracy"),
     }
     _write_json(args.json, report)
-    width = max(len(a) for a in result.per_attribute)
-    print(f"{'attribute':{width}s}  accuracy  majority")
-    for name, value in result.per_attribute.items():
-        print(f"{name:{width}s}  {value:8.2f}  {result.baseline_per_attribute[name]:8.2f}")
-    print(f"{'MEAN':{width}s}  {result.mean:8.2f}  {result.baseline_mean:8.2f}   ({result.n_images} images, "
-          f"{args.model}, split {args.split})")
+    print("\n".join(accuracy_lines(result, args.model, args.split)))
     return 0
 
 
@@ -125,6 +121,7 @@ def _counterfactual_config(args: argparse.Namespace):
 def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     from recourse.generation import load_generator
     from recourse.generation.quality import evaluate_counterfactual_quality
+    from recourse.render.text import quality_lines
 
     config = _counterfactual_config(args)
     classifier = load_classifier(_model_dir(args, args.classifier))
@@ -141,11 +138,7 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
               "generator": str(args.generator), "seconds": round(time.time() - started, 1),
               "threads": torch.get_num_threads(), **report.to_dict()}
     _write_json(args.json, output)
-    print(f"{'attribute':12s} {'FR %':>6s} {'oracle FR %':>11s} {'(to 1 / to 0)':>15s} {'MNAC':>6s} {'proximity':>9s} "
-          f"{'oracle FD':>9s} {'s/CF':>6s}")
-    for r in report.results:
-        print(f"{r.attribute:12s} {r.flip_rate:6.1f} {r.oracle_flip_rate:11.1f} {r.oracle_flip_rate_to_1:7.1f} / "
-              f"{r.oracle_flip_rate_to_0:5.1f} {r.mnac:6.2f} {r.proximity:9.4f} {r.oracle_fd:9.2f} {r.median_seconds:6.3f}")
+    print("\n".join(quality_lines(report)))
     print(f"({len(subset)} images of split {args.split}; {time.time() - started:.0f} s)")
     return 0
 
@@ -216,15 +209,12 @@ def command_quantize(args: argparse.Namespace) -> int:
 def command_audit(args: argparse.Namespace) -> int:
     from recourse.audit import AuditSettings, audit_image
     from recourse.render.audit_html import audit_record
+    from recourse.render.text import audit_line
 
     settings = AuditSettings(counterfactual=_counterfactual_config(args))
     result = audit_image(Path(args.image), args.variant, args.attribute, args.target, settings)
     _write_json(args.json, {"command": _command_line(args), "image": str(args.image), **audit_record(result)})
-    r = result.recourse
-    print(f"{args.attribute}, target {result.predictions.target}, variant {args.variant}: "
-          f"V_f(x'_f)={int(r.teacher_valid)} V_g(x'_f)={int(r.student_accepts_teacher)} V_g(x'_g)={int(r.student_valid)} "
-          f"CRG_i={'-' if r.crg is None else f'{r.crg:.3f}'} DirSim_i={'-' if r.dirsim is None else f'{r.dirsim:.1f}'}"
-          f"{f' ({r.reason})' if r.reason else ''}")
+    print(audit_line(result))
     print(result.verdict)
     if args.json:
         print(f"wrote {args.json}")
@@ -233,7 +223,7 @@ def command_audit(args: argparse.Namespace) -> int:
 
 def command_benchmark(args: argparse.Namespace) -> int:
     from recourse.benchmark import BenchmarkConfig, BenchmarkSettings, run_benchmark
-    from recourse.render.benchmark import markdown_table
+    from recourse.render.benchmark import markdown_table, write_markdown
 
     settings = BenchmarkSettings(n=args.n, attributes=tuple(args.attributes), chunk_size=args.chunk_size,
                                  counterfactual=_counterfactual_config(args))
@@ -243,6 +233,7 @@ def command_benchmark(args: argparse.Namespace) -> int:
         generator=args.generator, image_cache=_cache(args), command=_command_line(args))
     result = run_benchmark(config, stage_bars("task"))
     if result is not None:
+        write_markdown(result, config.out)
         print(markdown_table(list(result.rows)))
         print(f"wrote {config.out / 'benchmark.json'} and {config.out / 'benchmark.md'} in {result.seconds:.0f} s")
     return 0

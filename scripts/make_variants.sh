@@ -6,7 +6,8 @@ set -euo pipefail
 data=${1:?usage: scripts/make_variants.sh DATA [METHOD ...]}
 shift
 methods=("$@")
-[ ${#methods[@]} -gt 0 ] || methods=(ptq-int8 ptq-int4 prune-quant cf-ptq kd-quant mixedprec-qat cfq-qat)
+# default: every registered method (recourse.compression.METHODS)
+[ ${#methods[@]} -gt 0 ] || read -r -a methods <<< "$(python -c 'from recourse.compression import METHODS; print(*METHODS)')"
 for method in "${methods[@]}"; do
     python -m recourse quantize --method "$method" --data "$data"
 done

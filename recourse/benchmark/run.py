@@ -9,6 +9,7 @@ takes every K-th chunk of tasks, rank 0 gathers the records and builds the table
 from __future__ import annotations
 
 import datetime
+import json
 import math
 import time
 from dataclasses import asdict, dataclass, field
@@ -120,8 +121,8 @@ def _load_students(config: BenchmarkConfig) -> tuple[dict[str, Student], dict[st
 
 
 def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> BenchmarkResult | None:
-    """Run (or resume) the benchmark; writes ``benchmark.json`` and ``benchmark.md`` under
-    ``config.out``. Returns the result on the main process and ``None`` on the others.
+    """Run (or resume) the benchmark; writes ``benchmark.json`` under ``config.out``
+    (:func:`recourse.render.benchmark.write_markdown` adds ``benchmark.md``). Returns the result on the main process and ``None`` on the others.
     ``progress(stage, done, total)`` reports the loading of images and the tasks."""
     from accelerate import PartialState
     from accelerate.utils import gather_object
@@ -161,16 +162,7 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
             date=datetime.date.today().isoformat(), command=config.command, split=config.split, n=len(records),
             attributes=settings.attributes, accuracy_images=len(images), processes=state.num_processes,
             seconds=round(time.perf_counter() - started, 1), settings=asdict(settings), rows=tuple(rows))
-        write_result(result, config.out)
+        config.out.mkdir(parents=True, exist_ok=True)
+        (config.out / "benchmark.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     state.wait_for_everyone()
     return result
-
-
-def write_result(result: BenchmarkResult, out: Path) -> None:
-    import json
-
-    from recourse.render.benchmark import markdown_report
-
-    out.mkdir(parents=True, exist_ok=True)
-    (out / "benchmark.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
-    (out / "benchmark.md").write_text(markdown_report(result))

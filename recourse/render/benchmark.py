@@ -3,6 +3,8 @@ attribute), the app's table and its accuracy-against-recourse plot."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from recourse.benchmark.rows import PAIRED_REFERENCES, BenchmarkRow
 from recourse.benchmark.run import BenchmarkResult
 from recourse.benchmark.tasks import FP32
@@ -130,3 +132,10 @@ def accuracy_plot(result: BenchmarkResult):
     figure.tight_layout()
     plt.close(figure)
     return figure
+
+
+def write_markdown(result: BenchmarkResult, out: Path) -> Path:
+    """``benchmark.md`` beside the run's ``benchmark.json``."""
+    path = Path(out) / "benchmark.md"
+    path.write_text(markdown_report(result))
+    return path

@@ -1,0 +1,40 @@
+"""Plain-text summaries the command line prints."""
+
+from __future__ import annotations
+
+from recourse.audit import AuditResult
+from recourse.evaluation import AccuracyResult
+from recourse.generation.quality import QualityReport
+
+
+def accuracy_lines(result: AccuracyResult, model: str, split: str) -> list[str]:
+    width = max(len(a) for a in result.per_attribute)
+    lines = [f"{'attribute':{width}s}  accuracy  majority"]
+    lines += [f"{name:{width}s}  {value:8.2f}  {result.baseline_per_attribute[name]:8.2f}"
+              for name, value in result.per_attribute.items()]
+    lines.append(f"{'MEAN':{width}s}  {result.mean:8.2f}  {result.baseline_mean:8.2f}   ({result.n_images} images, "
+                 f"{model}, split {split})")
+    return lines
+
+
+def _rate(value: float | None, width: int) -> str:
+    return f"{'—':>{width}s}" if value is None else f"{value:{width}.1f}"
+
+
+def quality_lines(report: QualityReport) -> list[str]:
+    lines = [f"{'attribute':12s} {'FR %':>6s} {'oracle FR %':>11s} {'(to 1 / to 0)':>15s} {'MNAC':>6s} "
+             f"{'proximity':>9s} {'oracle FD':>9s} {'s/CF':>6s}"]
+    for r in report.results:
+        lines.append(f"{r.attribute:12s} {r.flip_rate:6.1f} {r.oracle_flip_rate:11.1f} "
+                     f"{_rate(r.oracle_flip_rate_to_1, 7)} / {_rate(r.oracle_flip_rate_to_0, 5)} {r.mnac:6.2f} "
+                     f"{r.proximity:9.4f} {r.oracle_fd:9.2f} {r.median_seconds:6.3f}")
+    return lines
+
+
+def audit_line(result: AuditResult) -> str:
+    p, r = result.predictions, result.recourse
+    crg = "-" if r.crg is None else f"{r.crg:.3f}"
+    dirsim = "-" if r.dirsim is None else f"{r.dirsim:.1f}"
+    return (f"{p.attribute}, target {p.target}, variant {p.variant}: V_f(x'_f)={int(r.teacher_valid)} "
+            f"V_g(x'_f)={int(r.student_accepts_teacher)} V_g(x'_g)={int(r.student_valid)} CRG_i={crg} "
+            f"DirSim_i={dirsim}{f' ({r.reason})' if r.reason else ''}")
