@@ -1,23 +1,68 @@
-"""Shared fixtures: tiny CelebA folders written on the fly, and the real data when present."""
+"""Shared fixtures: tiny CelebA folders and models made on the fly, the real data when present,
+and the switch that turns every skip for a missing prerequisite into a failure.
+
+Prerequisites (real data, chromium, the committed variants) are declared on a test with
+``@pytest.mark.requires("hq_data", ...)``. A missing one skips the test with its reason,
+unless ``RECOURSE_REQUIRE_ALL=1`` is set (as ``.ci/run`` does): then it fails the test.
+"""
 
 from __future__ import annotations
 
+import importlib.util
+import os
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import pytest
 import torch
-from torch import nn
 from PIL import Image
+from torch import nn
 
 from recourse.data import ATTRIBUTES
 
-SHARED_DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = ROOT.parent / "shared" / "data"
 HQ_DATA = SHARED_DATA / "celeba-hq-64"
 ALIGNED_DATA = SHARED_DATA / "celeba-aligned-dev"
+COMMITTED = ROOT / "checkpoints"
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's; scripts/app_screenshot.py drives the same one
+REQUIRE_ALL = os.environ.get("RECOURSE_REQUIRE_ALL") == "1"
 
-needs_hq_data = pytest.mark.skipif(not HQ_DATA.is_dir(), reason=f"real CelebA-HQ data not found at {HQ_DATA}")
-needs_aligned_data = pytest.mark.skipif(not ALIGNED_DATA.is_dir(), reason=f"original CelebA photos not found at {ALIGNED_DATA}")
+
+def _committed_variants_built() -> bool:
+    from recourse.compression import METHODS
+
+    return all((COMMITTED / "variants" / method / "config.json").is_file() for method in METHODS)
+
+
+# name: (is it there?, what is missing)
+PREREQUISITES: dict[str, tuple[Callable[[], bool], str]] = {
+    "hq_data": (HQ_DATA.is_dir, f"real CelebA-HQ data not found at {HQ_DATA}"),
+    "aligned_data": (ALIGNED_DATA.is_dir, f"original CelebA photos not found at {ALIGNED_DATA}"),
+    "chromium": (CHROMIUM.is_file, f"{CHROMIUM} not installed (apt-get install chromium)"),
+    "playwright": (lambda: importlib.util.find_spec("playwright") is not None, "the playwright package is missing"),
+    "committed_variants": (_committed_variants_built, f"not every variant is built under {COMMITTED / 'variants'}"),
+}
+
+
+def missing(reason: str) -> None:
+    """Skip for a missing prerequisite, or fail when ``RECOURSE_REQUIRE_ALL=1``."""
+    if REQUIRE_ALL:
+        pytest.fail(f"{reason} (RECOURSE_REQUIRE_ALL=1: every test must run)", pytrace=False)
+    pytest.skip(reason)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    for marker in item.iter_markers("requires"):
+        for name in marker.args:
+            present, reason = PREREQUISITES[name]
+            if not present():
+                missing(reason)
+
+
+# --- tiny CelebA folders ---------------------------------------------------------------
 
 
 def attribute_rows(names: list[str], seed: int = 0) -> tuple[list[str], np.ndarray]:
@@ -59,20 +104,112 @@ def celeba_folder(tmp_path: Path) -> tuple[Path, np.ndarray]:
     return root, labels
 
 
+# --- tiny generators -------------------------------------------------------------------
+
+
+def random_denoiser(latent_dim: int, width: int = 16, depth: int = 1, seed: int = 0):
+    """A denoiser with torch's default (random, non-zero) initialisation in every layer: the
+    project's starts with a zeroed output layer, which predicts no noise at all and would make
+    every test run without a prior."""
+    from recourse.generation import LatentDenoiser
+
+    torch.manual_seed(seed)
+    denoiser = LatentDenoiser(latent_dim=latent_dim, width=width, depth=depth)
+    for module in denoiser.modules():
+        if module is not denoiser and hasattr(module, "reset_parameters"):
+            module.reset_parameters()
+    return denoiser.eval()
+
+
+def make_generator(faces: np.ndarray, latent_dim: int = 8, width: int = 16, depth: int = 1, seed: int = 0):
+    """A latent generator: a PCA basis fitted on ``faces`` and a :func:`random_denoiser`."""
+    from recourse.generation import LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
+
+    autoencoder = fit_pca_autoencoder(faces, latent_dim=latent_dim, seed=seed)
+    return LatentFaceGenerator(autoencoder, random_denoiser(latent_dim, width, depth, seed), default_scheduler())
+
+
+def still_generator(resolution: int = 16):
+    """A generator whose face basis is empty: every edit is zero, so a counterfactual is its
+    input exactly (cost 0) whatever the guidance."""
+    from recourse.generation import LatentFaceGenerator, PCAAutoencoder, default_scheduler
+
+    return LatentFaceGenerator(PCAAutoencoder(resolution=resolution, latent_dim=4), random_denoiser(4),
+                               default_scheduler())
+
+
+def random_faces(count: int, resolution: int = 16, seed: int = 0) -> np.ndarray:
+    return (np.random.default_rng(seed).random((count, 3, resolution, resolution)) * 255).astype(np.uint8)
+
+
 @pytest.fixture(scope="session")
 def tiny_generator():
-    """A 16×16 latent generator with an 8-component basis that has a brightness direction."""
-    from recourse.generation import LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
-
-    torch.manual_seed(0)
-    faces = (np.random.default_rng(0).random((64, 3, 16, 16)) * 255).astype(np.uint8)
+    """A 16×16 latent generator with an 8-component basis that has a brightness direction,
+    and a randomly initialised denoiser. Shared: tests must not change it."""
+    faces = random_faces(64)
     faces[:32] //= 2  # a brightness direction for the basis to capture
-    autoencoder = fit_pca_autoencoder(faces, latent_dim=8)
-    return LatentFaceGenerator(autoencoder, LatentDenoiser(latent_dim=8, width=16, depth=1), default_scheduler())
+    return make_generator(faces)
+
+
+# --- tiny models -----------------------------------------------------------------------
 
 
 class BrightnessModel(nn.Module):
-    """Logit of every attribute = 20 · (mean brightness − 0.5): a known, smooth decision."""
+    """Logit of every attribute = 20 · (mean brightness − 0.5): a known, smooth decision on
+    which all 40 attributes move together. ``embed`` gives the per-channel means."""
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return (20 * (images.mean(dim=(1, 2, 3)) - 0.5)).unsqueeze(1).expand(-1, 40)
+
+    def embed(self, images: torch.Tensor) -> torch.Tensor:
+        return images.mean(dim=(2, 3))
+
+
+def tiny_classifier(widths: tuple[int, ...] = (4, 8), resolution: int = 16, seed: int = 0, gain: float = 1.0):
+    """A random tiny classifier in eval mode. ``gain`` > 1 narrows the input normalisation, which
+    scales every logit by about ``gain`` (the network is nearly homogeneous), so that small
+    edits can flip its decisions."""
+    from recourse.classifier import AttributeClassifier, ClassifierConfig
+
+    torch.manual_seed(seed)
+    config = ClassifierConfig(widths=widths, resolution=resolution, dropout=0.0, std=(0.25 / gain,) * 3)
+    return AttributeClassifier(config).eval()
+
+
+# --- a project home (RECOURSE_HOME) with tiny committed models ------------------------------
+
+
+def clear_loaded_models() -> None:
+    """The committed models are loaded once per process; a test that swaps the home reloads."""
+    from recourse import models
+    from recourse.generation import default_generator
+
+    models.load_teacher.cache_clear()
+    models.load_committed_variant.cache_clear()
+    default_generator.cache_clear()
+
+
+@pytest.fixture
+def project_home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty ``RECOURSE_HOME``: the library, the CLI and the app look for checkpoints here."""
+    home = tmp_path / "home"
+    (home / "checkpoints").mkdir(parents=True)
+    monkeypatch.setenv("RECOURSE_HOME", str(home))
+    clear_loaded_models()
+    yield home
+    clear_loaded_models()
+
+
+def build_home(home: Path, teacher: nn.Module, generator, methods: tuple[str, ...] = ("ptq-int8",)) -> None:
+    """Save ``teacher``, variants of it and ``generator`` where ``home``'s library looks."""
+    from recourse.checkpoints import save_classifier
+    from recourse.compression import config_classes, quantize, save_variant
+
+    checkpoints = home / "checkpoints"
+    save_classifier(teacher, checkpoints / "classifier", {"training_seconds": 100.0})
+    calibration = torch.rand(8, 3, teacher.config.resolution, teacher.config.resolution,
+                             generator=torch.Generator().manual_seed(0))
+    for method in methods:
+        variant = quantize(teacher, config_classes()[method](calibration_images=8), calibration)
+        save_variant(variant, teacher, checkpoints / "variants" / method, {"command": "python -m recourse quantize"})
+    generator.save_pretrained(checkpoints / "generator")

@@ -1,15 +1,13 @@
 """The committed checkpoints load without unpickling and reproduce their recorded accuracy."""
 
-from pathlib import Path
-
 import pytest
 
 from recourse.checkpoints import load_classifier, read_config
 from recourse.data import ATTRIBUTES, load_split
 from recourse.evaluation import evaluate_accuracy
-from tests.conftest import HQ_DATA, needs_hq_data
+from recourse.models import VARIANTS
+from tests.conftest import COMMITTED as CHECKPOINTS, HQ_DATA
 
-CHECKPOINTS = Path(__file__).resolve().parents[1] / "checkpoints"
 REQUIRED_FIELDS = ("architecture", "resolution", "attributes", "mean", "std", "training_command", "data_split",
                    "training_seconds", "test_accuracy")
 
@@ -29,7 +27,7 @@ def test_committed_checkpoints_are_small():
     assert total < 30 * 2**20
 
 
-@needs_hq_data
+@pytest.mark.requires("hq_data")
 @pytest.mark.parametrize("name", ["classifier", "oracle"])
 def test_committed_checkpoint_reproduces_its_recorded_test_accuracy(name):
     """The whole test split (3,000 images) is cheap enough to check in full."""
@@ -41,10 +39,8 @@ def test_committed_checkpoint_reproduces_its_recorded_test_accuracy(name):
     assert worst <= 0.05
 
 
-VARIANTS = ("ptq-int8", "ptq-int4", "cf-ptq", "cfq-qat", "mixedprec-qat", "kd-quant", "prune-quant")
-
-
 def test_all_seven_variants_are_committed_documented_and_together_under_60_mb():
+    assert VARIANTS == ("ptq-int8", "ptq-int4", "cf-ptq", "cfq-qat", "mixedprec-qat", "kd-quant", "prune-quant")
     total = 0
     for method in VARIANTS:
         config = read_config(CHECKPOINTS / "variants" / method)
@@ -63,7 +59,7 @@ def first_test_images():
     return to_float_images(load_split(HQ_DATA, "test", 64).images[:500])
 
 
-@needs_hq_data
+@pytest.mark.requires("hq_data")
 @pytest.mark.parametrize("method", VARIANTS)
 def test_committed_variant_twin_agrees_with_its_integer_model(method, first_test_images):
     """≥ 99.5% of decisions, on the first 500 test images (the benchmark checks all 3,000)."""

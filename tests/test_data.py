@@ -6,7 +6,7 @@ import pytest
 from recourse.data import (
     ATTRIBUTES, DatasetError, detect_layout, load_split, majority_baseline, read_annotations, select_split,
 )
-from tests.conftest import HQ_DATA, needs_hq_data
+from tests.conftest import HQ_DATA
 
 
 def test_hq_layout_is_parsed_and_split(hq_folder):
@@ -102,7 +102,7 @@ def test_majority_baseline_by_hand():
     np.testing.assert_allclose(majority_baseline(labels[:1], train_labels=labels), [1.0, 0.0])
 
 
-@needs_hq_data
+@pytest.mark.requires("hq_data")
 def test_real_hq_annotations_and_split_sizes():
     annotations = read_annotations(HQ_DATA / "CelebAMask-HQ-attribute-anno.txt")
     assert len(annotations.filenames) == 30000 and annotations.labels.shape == (30000, 40)

@@ -1,4 +1,6 @@
 import io
+import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -9,7 +11,7 @@ from recourse.faces import (
     CELEBA_ALIGNED_HQ_CROP, CelebAFramer, FaceAlignmentError, NoFaceError, align_face, crop_square,
     hq_crop_from_face_box, load_photo,
 )
-from tests.conftest import ALIGNED_DATA, HQ_DATA, needs_aligned_data, needs_hq_data
+from tests.conftest import ALIGNED_DATA, HQ_DATA
 
 
 def _png_bytes(image: Image.Image, **options) -> bytes:
@@ -63,16 +65,17 @@ def test_truncated_jpeg_is_rejected():
         load_photo(buffer.getvalue()[:300])
 
 
-def test_decompression_bomb_is_refused_before_decoding(monkeypatch):
-    monkeypatch.setattr(faces, "MAX_PIXELS", 10_000)
-    with pytest.raises(FaceAlignmentError, match="larger than the 10,000-pixel limit"):
-        load_photo(_png_bytes(Image.new("1", (200, 200))))
+def test_decompression_bomb_is_refused_before_decoding():
+    side = math.isqrt(faces.MAX_PIXELS) + 1  # one row and column past the limit
+    bomb = _png_bytes(Image.new("1", (side, side)), optimize=True)
+    assert len(bomb) < 2**20  # a small file that claims many pixels
+    with pytest.raises(FaceAlignmentError, match=f"larger than the {faces.MAX_PIXELS:,}-pixel limit"):
+        load_photo(bomb)
 
 
-def test_oversized_upload_is_refused(monkeypatch):
-    monkeypatch.setattr(faces, "MAX_UPLOAD_BYTES", 100)
+def test_oversized_upload_is_refused():
     with pytest.raises(FaceAlignmentError, match="larger than"):
-        load_photo(b"x" * 101)
+        load_photo(b"x" * (faces.MAX_UPLOAD_BYTES + 1))
 
 
 def test_missing_file_is_named(tmp_path):
@@ -94,11 +97,21 @@ def test_tiny_image_is_rejected():
         align_face(Image.new("RGB", (20, 20)))
 
 
-def test_largest_of_several_faces_is_used_and_reported(monkeypatch):
-    monkeypatch.setattr(faces, "detect_faces", lambda image: [(100, 100, 80, 80), (10, 10, 30, 30)])
-    aligned = align_face(Image.new("RGB", (400, 400)), resolution=16)
-    assert aligned.face_box == (100, 100, 80, 80)
+def portrait() -> Image.Image:
+    """A public-domain portrait shipped inside the matplotlib wheel (not a dataset photo)."""
+    import matplotlib
+
+    return Image.open(Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg").convert("RGB")
+
+
+def test_largest_of_several_faces_is_used_and_reported():
+    canvas = Image.new("RGB", (900, 620), (40, 60, 80))
+    canvas.paste(portrait().resize((200, 234)), (20, 150))  # the smaller face first, on the left
+    canvas.paste(portrait().resize((300, 351)), (560, 20))
+    aligned = align_face(canvas, resolution=16)
     assert aligned.faces_found == 2 and "largest" in aligned.message
+    left, top, width, height = aligned.face_box
+    assert left >= 560 and left + width <= 860 and top + height <= 371  # inside the larger copy
     assert aligned.image.shape == (3, 16, 16) and aligned.image.dtype == np.uint8
 
 
@@ -133,7 +146,7 @@ def _iou(a, b):
     return width * height / union
 
 
-@needs_hq_data
+@pytest.mark.requires("hq_data")
 def test_real_hq_faces_are_framed_as_themselves():
     """CelebA-HQ test faces, enlarged inside a bigger photo, align back to their own frame."""
     ious = []
@@ -148,7 +161,7 @@ def test_real_hq_faces_are_framed_as_themselves():
     assert np.median(ious) > 0.85 and np.mean(np.array(ious) > 0.6) >= 0.85, np.round(ious, 2)
 
 
-@needs_hq_data
+@pytest.mark.requires("hq_data")
 def test_large_rotated_photo_is_downscaled_and_rotated():
     original = Image.open(HQ_DATA / "CelebA-HQ-img" / "27000.jpg").convert("RGB").resize((3000, 3000))
     exif = Image.Exif()
@@ -159,7 +172,7 @@ def test_large_rotated_photo_is_downscaled_and_rotated():
     assert aligned.face_box[2] > 1000  # coordinates are in the original photo's pixels
 
 
-@needs_aligned_data
+@pytest.mark.requires("aligned_data")
 def test_real_celeba_photos_are_detected():
     names = sorted((ALIGNED_DATA / "img_align_celeba").iterdir())[:40]
     found = 0
