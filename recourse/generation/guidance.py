@@ -125,6 +125,7 @@ def generate(
     index = attribute_index(attribute)
     generator = generator if generator is not None else default_generator()
     _check_images(images)
+    images = images.contiguous()  # one memory layout: a channels-last input gives the same result
     batch = len(images)
     target = _targets(target, batch)
     seeds = tuple(config.seed + i for i in range(batch)) if seeds is None else tuple(int(s) for s in seeds)

@@ -37,8 +37,8 @@ class AttributeQuality:
     oracle_fd: float
     median_seconds: float  # per counterfactual, batch size 1
     to_target_1: int  # how many tasks asked to switch the attribute on
-    oracle_flip_rate_to_1: float  # oracle FR of the tasks switching the attribute on
-    oracle_flip_rate_to_0: float  # … and of those switching it off
+    oracle_flip_rate_to_1: float | None  # oracle FR of the tasks switching the attribute on (None: no such task)
+    oracle_flip_rate_to_0: float | None  # … and of those switching it off
 
 
 @dataclass(frozen=True)
@@ -68,6 +68,12 @@ def median_seconds_per_counterfactual(
         generate(images[i:i + 1], classifier, attribute, targets[i:i + 1], config, generator, seeds=(config.seed + i,))
         seconds.append(time.perf_counter() - started)
     return statistics.median(seconds)
+
+
+def _group_rate(decisions_after: torch.Tensor, targets: torch.Tensor, target: int) -> float | None:
+    """Oracle FR of the tasks with one target; ``None`` (JSON null, not NaN) when there are none."""
+    group = targets == target
+    return round(flip_rate(decisions_after[group], targets[group]), 2) if bool(group.any()) else None
 
 
 def evaluate_counterfactual_quality(
@@ -115,7 +121,7 @@ def evaluate_counterfactual_quality(
             median_seconds=round(median_seconds_per_counterfactual(
                 x[:timing_samples], classifier, attribute, targets[:timing_samples], generator, config), 3),
             to_target_1=int(targets.sum()),
-            oracle_flip_rate_to_1=round(flip_rate(oracle_after[targets == 1, index], targets[targets == 1]), 2),
-            oracle_flip_rate_to_0=round(flip_rate(oracle_after[targets == 0, index], targets[targets == 0]), 2),
+            oracle_flip_rate_to_1=_group_rate(oracle_after[:, index], targets, 1),
+            oracle_flip_rate_to_0=_group_rate(oracle_after[:, index], targets, 0),
         ))
     return QualityReport(tuple(results), config, len(reference_images))
