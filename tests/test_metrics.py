@@ -87,16 +87,27 @@ def test_recourse_gap_with_zero_teacher_cost(teacher, student, expected):
 def test_recourse_gap_and_dirsim_with_empty_b_are_nan():
     empty = torch.tensor([F, F])
     assert math.isnan(recourse_gap(torch.ones(2), torch.ones(2), empty))
-    assert math.isnan(directional_similarity(torch.ones(2, 3), torch.ones(2, 3), empty))
+    assert math.isnan(directional_similarity(torch.ones(2), empty))
 
 
 def test_directional_similarity_by_hand():
     teacher = torch.tensor([[1.0, 0.0], [1.0, 1.0], [0.0, 2.0], [3.0, 0.0]])
     student = torch.tensor([[2.0, 0.0], [-1.0, -1.0], [1.0, 0.0], [0.0, 0.0]])
-    assert direction_cosines(teacher, student).tolist() == pytest.approx([1.0, -1.0, 0.0, 0.0])
-    mask = torch.tensor([T, T, T, F])
-    assert directional_similarity(teacher, student, mask) == pytest.approx(0.0)
-    assert directional_similarity(teacher, student, torch.tensor([T, F, F, F])) == pytest.approx(100.0)
+    cosines = direction_cosines(teacher, student)
+    assert cosines.tolist() == pytest.approx([1.0, -1.0, 0.0, 0.0])  # a zero change shares no direction
+    assert directional_similarity(cosines, torch.tensor([T, T, T, F])) == pytest.approx(0.0)
+    assert directional_similarity(cosines, torch.tensor([T, F, F, F])) == pytest.approx(100.0)
+    assert directional_similarity(cosines, torch.tensor([T, F, T, F])) == pytest.approx(50.0)
+
+
+def test_direction_cosines_of_image_changes_by_hand():
+    teacher = torch.zeros(1, 3, 2, 2)
+    teacher[0, 0] = 0.4  # 0.4 on 4 values
+    student = torch.zeros(1, 3, 2, 2)
+    student[0, 0] = 0.2
+    student[0, 1, 0, 0] = 0.2  # 0.2 on those 4 and on one more
+    # dot = 4 · 0.08 = 0.32; |δ_f| = 0.8, |δ_g| = √(5 · 0.04) = √0.2
+    assert direction_cosines(teacher, student).tolist() == pytest.approx([0.32 / (0.8 * math.sqrt(0.2))])
 
 
 def test_success_rate_and_overhead_by_hand():
@@ -104,28 +115,30 @@ def test_success_rate_and_overhead_by_hand():
     assert math.isnan(success_rate(torch.tensor([], dtype=torch.bool)))
     assert overhead(100.0, 50.0, 0.0) == pytest.approx(1.5)
     assert overhead(100.0, 10.0, 10.0) == 1.0
+    assert overhead(100.0, 30.0, 10.0) == pytest.approx(130 / 110)
 
 
 def test_image_recourse_by_hand():
-    original = torch.zeros(3, 2, 2)
-    teacher = original.clone()
-    teacher[0] = 0.4  # cost 4·0.4 / 12 = 0.1333…
-    student = original.clone()
-    student[0] = 0.2
-    student[1, 0, 0] = 0.2
-    values = image_recourse(original, teacher, student, True, False, True)
+    values = image_recourse(True, False, True, teacher_cost=0.4 / 3, student_cost=1.0 / 12, cosine=0.5)
     assert values.teacher_cost == pytest.approx(0.4 / 3) and values.student_cost == pytest.approx(1.0 / 12)
     assert values.crg == pytest.approx(abs(1.0 / 12 - 0.4 / 3) / (0.4 / 3))
-    # δ_f = 0.4 on 4 values; δ_g = 0.2 on those 4 and 0.2 on one more: cos = 0.32 / (0.8 · √0.2)
-    assert values.dirsim == pytest.approx(100 * 0.32 / (0.8 * math.sqrt(0.2)))
+    assert values.dirsim == pytest.approx(50.0)
     assert values.reason == "" and values.student_accepts_teacher is False
+    assert values.teacher_valid is True and values.student_valid is True
 
 
-@pytest.mark.parametrize("teacher_valid, student_valid, reason", [
-    (False, True, "full-precision model's recourse is not valid"),
-    (True, False, "compressed model's recourse is not valid"),
+@pytest.mark.parametrize("teacher_valid, student_valid, teacher_cost, reason", [
+    (False, True, 0.1, "full-precision model's recourse is not valid"),
+    (True, False, 0.1, "compressed model's recourse is not valid"),
+    (True, True, 0.0, "the full-precision recourse changes nothing"),
 ])
-def test_image_recourse_explains_undefined_values(teacher_valid, student_valid, reason):
-    image = torch.zeros(3, 2, 2)
-    values = image_recourse(image, image + 0.1, image + 0.2, teacher_valid, False, student_valid)
+def test_image_recourse_explains_undefined_values(teacher_valid, student_valid, teacher_cost, reason):
+    values = image_recourse(teacher_valid, False, student_valid, teacher_cost, 0.2, 0.0)
     assert values.crg is None and values.dirsim is None and reason in values.reason
+
+
+def test_zero_cost_with_both_valid_is_undefined_not_a_division_by_zero():
+    values = image_recourse(True, True, True, teacher_cost=0.0, student_cost=0.0, cosine=0.0)
+    assert values.crg is None and values.dirsim is None
+    assert values.reason == "the full-precision recourse changes nothing"
+    assert values.to_dict()["crg"] is None

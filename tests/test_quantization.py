@@ -51,10 +51,16 @@ def test_full_precision_model_is_never_modified(model_and_images, labels_and_poi
         model.eval()
 
 
+def layer_weights(variant) -> dict[str, torch.Tensor]:
+    """The twin's weight of every quantized layer (named by ``variant.layer_bits``): after
+    quantization the weights are their quantized values, exactly what the codes store."""
+    return {name: variant.twin.get_submodule(name).weight.detach() for name in variant.layer_bits}
+
+
 def test_int8_integer_model_runs_quantized_kernels_and_matches_its_twin(model_and_images):
     model, images = model_and_images
     result = quantize(model, PTQInt8Config(calibration_images=32), images)
-    assert result.integer is not None and result.fastest is result.integer
+    assert result.integer is not None and result.decider is result.integer
     assert any("quantized" in type(m).__module__ for m in result.integer.modules())
     with torch.no_grad():
         twin_logits, integer_logits, full_logits = result.twin(images), result.integer(images), model(images)
@@ -72,16 +78,37 @@ def test_twin_is_differentiable(model_and_images):
     assert x.grad is not None and x.grad.abs().sum() > 0
 
 
-def test_int4_weights_take_at_most_sixteen_values_per_channel(model_and_images):
+@pytest.mark.parametrize("config, levels, fewest", [(PTQInt4Config(calibration_images=32), 16, 9),
+                                                    (PTQInt8Config(calibration_images=32), 256, 17)],
+                         ids=["int4", "int8"])
+def test_weights_take_at_most_two_to_the_bits_values_per_channel(model_and_images, config, levels, fewest):
     model, images = model_and_images
-    result = quantize(model, PTQInt4Config(calibration_images=32), images)
-    assert result.fastest is result.integer  # 4-bit codes run in the 8-bit kernels
-    fake_quantized = [m for m in result.twin.modules() if hasattr(m, "weight_fake_quant")]
-    assert fake_quantized
-    for module in fake_quantized:
-        weights = module.weight_fake_quant(module.weight.detach())
-        for channel in weights.flatten(1):
-            assert len(torch.unique(channel)) <= 16
+    result = quantize(model, config, images)
+    assert result.decider is result.integer  # 4-bit codes run in the 8-bit kernels
+    assert set(result.layer_bits.values()) == {config.weight_bits}
+    weights = layer_weights(result)
+    assert len(weights) == 1 + 2 * len(model.config.widths) + 1  # stem, two convolutions per stage, head
+    most = 0
+    for name, weight in weights.items():
+        for channel in weight.flatten(1):
+            values = torch.unique(channel)
+            assert len(values) <= levels, name
+            most = max(most, len(values))
+    assert most >= fewest  # the grid is used: more values than half the levels (int4) or than int4 allows (int8)
+
+
+def test_the_twin_and_a_saved_variant_decide_what_the_integer_model_decides(model_and_images, tmp_path):
+    from recourse.compression import load_variant, save_variant
+    from recourse.paired import Student
+
+    model, images = model_and_images
+    variant = quantize(model, PTQInt4Config(calibration_images=32), images)
+    student = Student.from_variant("ptq-int4", variant)
+    assert student.decider is variant.integer and student.twin is variant.twin and student.kind == "integer"
+    save_variant(variant, model, tmp_path / "v")
+    loaded = Student.from_variant("ptq-int4", load_variant(tmp_path / "v"))
+    with torch.no_grad():
+        assert torch.equal(loaded.decider(images), student.decider(images))
 
 
 def test_bad_arguments_are_rejected(model_and_images):
@@ -90,7 +117,7 @@ def test_bad_arguments_are_rejected(model_and_images):
         PTQInt8Config(calibration_images=0)
     with pytest.raises(ValueError, match=r"\(N, 3, H, W\)"):
         quantize(model, PTQInt8Config(), images[:, :1])
-    with pytest.raises(ValueError, match="unknown quantization config"):
+    with pytest.raises(ValueError, match="unknown compression config"):
         quantize(model, "ptq-int8", images)
 
 
@@ -118,11 +145,11 @@ def test_every_method_saves_compactly_and_reloads_with_identical_outputs(model_a
     from safetensors.torch import load_file
 
     stored = load_file(str(tmp_path / "variant" / "model.safetensors"))
-    for name, layer in variant.twin.named_modules():
-        if hasattr(layer, "weight_fake_quant"):
-            assert f"{name}.weight" not in stored
-            bits = variant.layer_bits[name]
-            assert stored[f"{name}.weight_codes"].numel() == -(-layer.weight.numel() * bits // 8)
+    for name, weight in layer_weights(variant).items():
+        assert f"{name}.weight" not in stored
+        bits = variant.layer_bits[name]
+        assert stored[f"{name}.weight_codes"].numel() == -(-weight.numel() * bits // 8)
+        assert torch.equal(layer_weights(loaded)[name], weight), name
     if config.method in ("cf-ptq", "cfq-qat"):
         assert variant.seconds >= points.seconds  # making the recourse points counts in T_make
 
@@ -172,24 +199,37 @@ def test_broken_variant_folder_is_reported(tmp_path):
 
 
 def test_magnitude_pruning_zeroes_the_smallest_weights_globally():
-    from recourse.compression import magnitude_prune
+    from recourse.compression.prune import magnitude_prune
 
-    model = torch.nn.Sequential(torch.nn.Linear(2, 2, bias=False), torch.nn.Linear(2, 1, bias=False))
+    first, second = torch.nn.Linear(2, 2, bias=False), torch.nn.Linear(2, 1, bias=False)
     with torch.no_grad():
-        model[0].weight.copy_(torch.tensor([[0.1, -2.0], [0.5, 3.0]]))
-        model[1].weight.copy_(torch.tensor([[-0.2, 1.0]]))
+        first.weight.copy_(torch.tensor([[0.1, -2.0], [0.5, 3.0]]))
+        second.weight.copy_(torch.tensor([[-0.2, 1.0]]))
+    model = torch.nn.Sequential(first, torch.nn.ReLU(), second)
     pruned = magnitude_prune(model, 0.5)  # 3 of the 6 smallest |w|: 0.1, 0.2, 0.5
-    assert pruned[0].weight.tolist() == [[0.0, -2.0], [0.0, 3.0]]
-    assert pruned[1].weight.tolist() == [[0.0, 1.0]]
-    assert model[0].weight[0, 0].item() == pytest.approx(0.1)  # the original is untouched
+    weights = [m.weight.tolist() for m in pruned.modules() if isinstance(m, torch.nn.Linear)]
+    assert weights == [[[0.0, -2.0], [0.0, 3.0]], [[0.0, 1.0]]]
+    assert first.weight[0, 0].item() == pytest.approx(0.1)  # the original is untouched
+    assert magnitude_prune(model, 0.0)[0].weight.tolist() == first.weight.tolist()
 
 
 def test_prune_quant_keeps_the_stated_sparsity_through_quantization(model_and_images):
     model, images = model_and_images
     variant = quantize(model, PruneQuantConfig(calibration_images=32, sparsity=0.5), images)
     assert variant.integer is not None and variant.details["sparsity"] == 0.5
-    quantized = [m for m in variant.twin.modules() if hasattr(m, "weight_fake_quant")]
-    weights = torch.cat([m.weight_fake_quant(m.weight.detach()).flatten() for m in quantized])
-    assert (weights == 0).float().mean() >= 0.49
+    weights = torch.cat([w.flatten() for w in layer_weights(variant).values()])
+    assert 0.49 <= float((weights == 0).float().mean()) < 0.6
+    unpruned = quantize(model, PTQInt8Config(calibration_images=32), images)
+    assert float((torch.cat([w.flatten() for w in layer_weights(unpruned).values()]) == 0).float().mean()) < 0.1
     with pytest.raises(ValueError, match="sparsity"):
         PruneQuantConfig(sparsity=1.0)
+
+
+def test_the_registry_lists_every_method_once_in_order():
+    from recourse.compression import METHODS, config_classes, register
+
+    assert METHODS == ("ptq-int8", "ptq-int4", "cf-ptq", "cfq-qat", "mixedprec-qat", "kd-quant", "prune-quant")
+    assert tuple(config_classes()) == METHODS
+    assert {type(c) for c in ALL_METHODS} == set(config_classes().values())
+    with pytest.raises(ValueError, match="already has a handler"):
+        register(PTQInt8Config)(lambda config, inputs: None)
