@@ -1,7 +1,11 @@
 """The recourse audit app: ``python app.py`` (offline, CPU), also a Hugging Face Space.
 
-Thin by design: these functions only convert UI values, call ``recourse.audit`` and
-convert its results back (``recourse.report`` draws the HTML). Layout first, then events.
+Thin by design: these functions only convert UI values, call the library and convert its
+results back (``recourse.render`` draws). Plain functions first, then the layout, then events.
+
+Public mode (on a Space, detected from ``SPACE_ID``, or with ``RECOURSE_PUBLIC=1``): the
+failure scan never takes a server path; it ranks uploaded photos, the gallery, or the
+folders an operator lists in ``RECOURSE_SCAN_ROOTS`` (shown by name only).
 """
 
 from __future__ import annotations
@@ -10,35 +14,61 @@ import json
 import os
 import shutil
 import tempfile
+import threading
 import time
+import traceback
 from pathlib import Path
 
 import gradio as gr
+from gradio_client import handle_file
 import numpy as np
 import torch
 from PIL import Image
 
-from recourse.audit import AuditSettings, audit_image, audit_steps
+from recourse import faces
+from recourse.audit import AuditSettings, audit_image, audit_steps, minimal_recourse
 from recourse.benchmark import BenchmarkResult
 from recourse.checkpoints import CheckpointError
-from recourse.data import ATTRIBUTES, SPLITS
-from recourse.generation import CounterfactualConfig
+from recourse.data import ATTRIBUTES, SPLITS, DatasetError
+from recourse.generation import CounterfactualConfig, default_generator
 from recourse.models import VARIANTS, load_student, load_teacher, variant_is_built
-from recourse.paths import assets_dir
-from recourse.render.audit_html import attribution_table, audit_record, predictions_chart, report_html, value_cards
+from recourse.paths import assets_dir, shown
+from recourse.render.audit_html import (
+    attribution_table, audit_record, evidence_table, predictions_chart, report_html, value_cards,
+)
 from recourse.render.benchmark import accuracy_plot, display_rows
-from recourse.render.pictures import audit_pictures, enlarge, to_pil
-from recourse.scan import scan_folder
+from recourse.render.pictures import display_pictures, enlarge, to_pil
+from recourse.scan import FolderCase, read_folder, scan_images
 
 GALLERY = assets_dir() / "gallery"
-BENCHMARK = assets_dir() / "benchmark.json"
+EXAMPLE_PHOTO = assets_dir() / "examples" / "grace-hopper.jpg"
+BENCHMARKS = {"default margin (3)": "benchmark.json", "margin 0 (minimal recourse)": "benchmark-margin0.json"}
 TARGETS = {"flip the full-precision decision": None, "1 (attribute present)": 1, "0 (attribute absent)": 0}
-DEFAULTS = CounterfactualConfig()
+DEFAULTS = minimal_recourse()
+PUBLIC = bool(os.environ.get("SPACE_ID")) or os.environ.get("RECOURSE_PUBLIC") == "1"
+SCAN_ROOTS = {Path(p).name: Path(p) for p in os.environ.get("RECOURSE_SCAN_ROOTS", "").split(os.pathsep) if p}
+MAX_SCAN_IMAGES = 64 if PUBLIC else 256
 # Two heavy requests at a time on two cores; the rest wait in the queue (never dropped).
 HEAVY_CONCURRENCY = int(os.environ.get("RECOURSE_APP_CONCURRENCY", "2"))
-EXPECTED_ERRORS = (ValueError, CheckpointError, OSError)  # bad input and missing checkpoints
-EXPORTS = Path(tempfile.gettempdir()) / f"recourse-audit-exports-{os.getpid()}"
+EXPECTED_ERRORS = (ValueError, CheckpointError, DatasetError, OSError)  # bad input, missing or broken checkpoints
+EXPORTS = Path(tempfile.gettempdir()) / "recourse-audit-exports"  # one root, so a restart cleans old exports
 EXPORT_LIFETIME_S = 3600
+_EXPORT_LOCK = threading.Lock()
+
+GLOSSARY = """
+- **Recourse** `x'`: the smallest realistic change of the face that makes a model decide the target.
+  `x'_f` is guided by the full-precision model, `x'_g` by the compressed one (same seed).
+- **V_f(x'_f)**: does the full-precision model accept its own recourse? **V_g(x'_f)**: does the
+  compressed model accept the full-precision recourse (no = a *validity drop*)? **V_g(x'_g)**:
+  does it accept its own?
+- **cost** `c = mean |x' − x|` (0–1 scale). **CRG_i** `= |c_g − c_f| / c_f`: how different the two
+  recourses are in size (0 = equal). **DirSim_i** `= 100 · cos(x'_f − x, x'_g − x)`: 100 = same direction.
+- **Margin**: how far past the decision boundary (in logits) each recourse is pushed; 0 = the
+  smallest change that flips the decision, where compressed models disagree most.
+- **Attributions** (Captum): which pixels raise (red) or lower (blue) the attribute's logit;
+  Spearman ρ and top-10% IoU compare the two models' maps.
+- Definitions: `docs/metrics.md` in the repository.
+"""
 
 
 # ---------------------------------------------------------------------------------------
@@ -48,24 +78,39 @@ EXPORT_LIFETIME_S = 3600
 
 def gallery_faces() -> list[tuple[str, str]]:
     """``(png path, caption)`` of every gallery face; captions come from the provenance files."""
-    faces = []
+    faces_ = []
     for png in sorted(GALLERY.glob("*.png")):
         provenance = json.loads(png.with_suffix(".json").read_text()) if png.with_suffix(".json").is_file() else {}
-        faces.append((str(png), provenance.get("title", png.stem)))
-    return faces
+        faces_.append((str(png), provenance.get("title", png.stem)))
+    return faces_
+
+
+def variant_status(variant: str) -> str | None:
+    """``None`` when the variant loads, else why not (in words a user can act on)."""
+    if not variant_is_built(variant):
+        return "not built yet"
+    try:
+        load_student(variant)
+    except EXPECTED_ERRORS as error:
+        return f"does not load: {_public(error)}"
+    return None
 
 
 def variant_choices() -> list[tuple[str, str]]:
-    return [(v if variant_is_built(v) else f"{v} (not built yet)", v) for v in VARIANTS]
+    choices = []
+    for variant in VARIANTS:
+        status = variant_status(variant)
+        choices.append((variant if status is None else f"{variant} ({status})", variant))
+    return choices
 
 
 def framed_tensor(pixels: np.ndarray) -> torch.Tensor:
     """``uint8 (H, W, 3)`` → ``(3, H, W)`` in [0, 1]."""
-    return torch.from_numpy(np.ascontiguousarray(pixels)).permute(2, 0, 1).float().div(255.0)
+    return torch.from_numpy(np.ascontiguousarray(pixels)).permute(2, 0, 1).float().div(255.0).contiguous()
 
 
 def chosen_image(upload: str | None, selected: np.ndarray | None):
-    """An upload (a file path: aligned by the audit) wins over a gallery or folder face
+    """An upload (a file path: aligned by the audit) wins over a gallery or ranked face
     (already framed pixels)."""
     if upload:
         return Path(upload)
@@ -74,27 +119,52 @@ def chosen_image(upload: str | None, selected: np.ndarray | None):
     raise gr.Error("Choose a face from the gallery or upload a photo first.")
 
 
-def settings_from(steps: float, guidance: float, seed: float) -> AuditSettings:
+def settings_from(steps: float, guidance: float, seed: float, margin: float) -> AuditSettings:
     try:
-        return AuditSettings(CounterfactualConfig(steps=int(steps), guidance_scale=float(guidance), seed=int(seed)))
-    except (TypeError, ValueError) as error:
-        raise gr.Error(f"Generator settings: {error}") from None
+        return AuditSettings(CounterfactualConfig(steps=int(steps), guidance_scale=float(guidance), seed=int(seed),
+                                                  margin=float(margin)))
+    except (TypeError, ValueError, OverflowError) as error:
+        raise gr.Error(f"Generator settings: {_public(error)}") from None
 
 
 def target_from(label: str):
     if label not in TARGETS:
-        raise gr.Error(f"unknown target {label!r}; choose one of: {', '.join(TARGETS)}")
+        raise gr.Error(f"unknown target {str(label)[:40]!r}; choose one of: {', '.join(TARGETS)}")
     return TARGETS[label]
 
 
+def _public(error: BaseException) -> str:
+    """An error's message without server paths."""
+    message = str(error)
+    for path in (str(assets_dir().parent), str(Path.cwd()), tempfile.gettempdir(), str(Path.home())):
+        message = message.replace(path + os.sep, "").replace(path, "…")
+    return message[:500]
+
+
+def _unexpected(error: BaseException) -> gr.Error:
+    traceback.print_exception(error)  # the server's log keeps the details
+    return gr.Error("Something went wrong inside the app (logged on the server). Try again or choose other settings.")
+
+
+def _prune_exports() -> None:
+    """Remove export folders older than an hour (also those left by an earlier run). Other
+    audits may prune at the same time, so a folder that vanishes meanwhile is fine."""
+    if not EXPORTS.is_dir():
+        return
+    for old in list(EXPORTS.iterdir()):
+        try:
+            if time.time() - old.stat().st_mtime > EXPORT_LIFETIME_S:
+                shutil.rmtree(old, ignore_errors=True)
+        except FileNotFoundError:
+            continue
+
+
 def _export(result, source: str) -> tuple[str, str]:
-    """The audit as JSON and as a one-page HTML report, in a fresh folder. Gradio serves a
-    copy from its own cache, so folders older than an hour are removed here."""
-    EXPORTS.mkdir(parents=True, exist_ok=True)
-    for old in EXPORTS.iterdir():
-        if time.time() - old.stat().st_mtime > EXPORT_LIFETIME_S:
-            shutil.rmtree(old, ignore_errors=True)
-    folder = Path(tempfile.mkdtemp(prefix="audit-", dir=EXPORTS))
+    """The audit as JSON and as a one-page HTML report, in a fresh folder of its own."""
+    with _EXPORT_LOCK:
+        _prune_exports()
+        EXPORTS.mkdir(parents=True, exist_ok=True)
+        folder = Path(tempfile.mkdtemp(prefix="audit-", dir=EXPORTS))
     stem = f"audit-{result.predictions.variant}-{result.predictions.attribute}"
     json_path, html_path = folder / f"{stem}.json", folder / f"{stem}.html"
     json_path.write_text(json.dumps({"image": source, **audit_record(result)}, indent=2) + "\n")
@@ -102,39 +172,49 @@ def _export(result, source: str) -> tuple[str, str]:
     return str(json_path), str(html_path)
 
 
-def run_audit(upload, selected, variant, attribute, target, steps, guidance, seed, progress=gr.Progress()):
+def clear_results():
+    """Every result output emptied, so that nothing of an earlier audit stays under a new one."""
+    return [None] * len(RESULT_OUTPUTS)
+
+
+def run_audit(upload, selected, variant, attribute, target, steps, guidance, seed, margin, progress=gr.Progress()):
     """The audit event: predictions are yielded first, then everything."""
     image = chosen_image(upload, selected)
-    settings = settings_from(steps, guidance, seed)
+    settings = settings_from(steps, guidance, seed, margin)
     wanted = target_from(target)
-    source = f"Uploaded photo {Path(upload).name}." if upload else "Gallery or folder face."
+    source = f"Uploaded photo {Path(upload).name}." if upload else "Gallery or ranked face."
     try:
         for step in audit_steps(image, variant, attribute, wanted, settings):
             progress(step.fraction, desc=step.stage)
             p = step.predictions
             if step.stage == "predictions":
-                yield {
-                    aligned_view: enlarge(to_pil(p.aligned)), status: f"**Alignment:** {p.alignment}",
-                    chart: predictions_chart(p, variant), **{c: None for c in RESULT_OUTPUTS},
-                }
+                framed = to_pil(p.display if p.display is not None else p.aligned)
+                yield {original_view: enlarge(framed), status: f"**Alignment:** {p.alignment} · generating recourse…",
+                       chart: predictions_chart(p, variant)}
             elif step.result is not None:
                 result = step.result
-                pictures = {name: enlarge(picture) for name, picture in audit_pictures(result).items()}
+                pictures = display_pictures(result)
                 json_file, html_file = _export(result, source)
-                values = result.to_dict()
                 yield {
-                    aligned_view: pictures["aligned"], chart: predictions_chart(p, variant),
+                    original_view: pictures["aligned"], chart: predictions_chart(p, variant),
                     teacher_cf: pictures["teacher_counterfactual"], teacher_diff: pictures["teacher_difference"],
                     student_cf: pictures["student_counterfactual"], student_diff: pictures["student_difference"],
-                    cards: value_cards(result), verdict: f"### {result.verdict}",
-                    ig_teacher: pictures["integrated-gradients_teacher"], ig_student: pictures["integrated-gradients_student"],
+                    evidence: evidence_table(result, variant), cards: value_cards(result),
+                    verdict: f"### {result.verdict}",
+                    ig_teacher: pictures["integrated-gradients_teacher"],
+                    ig_student: pictures["integrated-gradients_student"],
                     occ_teacher: pictures["occlusion_teacher"], occ_student: pictures["occlusion_student"],
-                    attributions: attribution_table(result), raw: values, export_json: json_file, export_html: html_file,
-                    status: f"**Alignment:** {p.alignment} · audit took {result.seconds['total']:.2f} s",
+                    attributions: attribution_table(result), raw: result.to_dict(),
+                    export_json: json_file, export_html: html_file,
+                    status: (f"**Alignment:** {p.alignment} · margin {settings.counterfactual.margin:g} · "
+                             f"audit took {result.seconds['total']:.2f} s"),
                 }
+    except gr.Error:
+        raise
     except EXPECTED_ERRORS as error:
-        message = str(error).replace(str(upload), Path(upload).name) if upload else str(error)
-        raise gr.Error(message) from None
+        raise gr.Error(_public(error)) from None
+    except Exception as error:  # noqa: BLE001 — a public app answers every request
+        raise _unexpected(error) from None
 
 
 def select_gallery_face(event: gr.SelectData):
@@ -143,37 +223,91 @@ def select_gallery_face(event: gr.SelectData):
     return pixels, None, enlarge(Image.fromarray(pixels))
 
 
-def benchmark_view():
-    """The dataset-level table and a plot of accuracy against VD, CRG and DirSim."""
-    if not BENCHMARK.is_file():
-        return ("**No benchmark yet.** Run `python -m recourse benchmark --data PATH --split test --n 500 --out DIR` "
-                "and copy its `benchmark.json` to `assets/benchmark.json`.", None, None)
+def benchmark_view(run: str = next(iter(BENCHMARKS))):
+    """One benchmark run: its caption, its table and accuracy plotted against VD, CRG and DirSim."""
+    name = BENCHMARKS.get(run)
+    if name is None:
+        raise gr.Error(f"unknown benchmark run; choose one of: {', '.join(BENCHMARKS)}")
+    path = assets_dir() / name
+    if not path.is_file():
+        return (f"**No {run} benchmark yet.** Run `python -m recourse benchmark --data PATH --split test --n 500 "
+                f"--out DIR` and copy its `benchmark.json` to `assets/{name}`.", None, None)
     try:
-        result = BenchmarkResult.from_dict(json.loads(BENCHMARK.read_text()))
+        result = BenchmarkResult.from_dict(json.loads(path.read_text()))
     except (json.JSONDecodeError, ValueError) as error:
-        return f"**{BENCHMARK.name} is not a benchmark file** ({error}).", None, None
+        return f"**assets/{name} is not a benchmark file** ({_public(error)}).", None, None
     import pandas as pd
 
     headers, cells = display_rows(result)
-    caption = (f"From `{result.command}` on {result.date}, N = {result.n} recourse tasks. "
-               "Definitions: docs/metrics.md.")
+    caption = (f"**{run}**: `{result.command}` on {result.date}, N = {result.n} recourse tasks "
+               f"({', '.join(result.attributes)}). Lower VD and CRG and higher DirSim mean the compressed model "
+               "keeps the full-precision recourse. Definitions: docs/metrics.md; intervals and paired differences: "
+               f"assets/{name.replace('.json', '.md')}.")
     return caption, pd.DataFrame(cells, columns=headers), accuracy_plot(result)
 
 
-def find_failures(folder, split, count, variant, attribute, progress=gr.Progress()):
-    """Rank a folder's images by recourse divergence; yields the table as it grows."""
+def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, photos: list | None, resolution: int):
+    """Names and framed images to rank, from the chosen source."""
+    if source == "gallery faces":
+        chosen = gallery_faces()[:count]
+        return (tuple(caption for _, caption in chosen),
+                [framed_tensor(np.asarray(Image.open(path).convert("RGB"))) for path, _ in chosen])
+    if source == "uploaded photos":
+        if not photos:
+            raise gr.Error("Upload one or more photos to rank.")
+        names, images = [], []
+        for photo in photos[:count]:
+            path = Path(photo if isinstance(photo, str) else photo.name)
+            try:
+                images.append(torch.from_numpy(faces.align_face(path, resolution).image).float().div(255.0))
+                names.append(path.name)
+            except faces.FaceAlignmentError as error:
+                gr.Warning(f"{path.name}: {_public(error)}; left out")
+        if not images:
+            raise gr.Error("None of the uploaded photos has a face that could be aligned.")
+        return tuple(names), images
+    if source == "listed folder":
+        if root not in SCAN_ROOTS:
+            raise gr.Error("Choose one of the listed folders.")
+        names, images = read_folder(SCAN_ROOTS[root], split, count, resolution)
+        return names, list(images)
+    if PUBLIC:
+        raise gr.Error("This public app does not read server folders; rank uploaded photos or the gallery.")
     if not folder or not Path(folder).is_dir():
-        raise gr.Error(f"{folder!r} is not a folder; give a CelebA-HQ or original CelebA folder")
+        raise gr.Error(f"{str(folder)[:200]!r} is not a folder; give a CelebA-HQ or original CelebA folder")
+    names, images = read_folder(folder, split, count, resolution)
+    return names, list(images)
+
+
+def find_failures(source, folder, root, split, count, photos, variant, attribute, steps, guidance, seed, margin,
+                  progress=gr.Progress()):
+    """Rank faces by recourse divergence; yields the table and thumbnails as they grow."""
+    settings = settings_from(steps, guidance, seed, margin)
+    count = int(min(max(1, count), MAX_SCAN_IMAGES))
     try:
-        for done, total, cases in scan_folder(folder, variant, attribute, int(count), split):
-            progress(done / total, desc=f"{done} of {total} images")
+        names, images = _scan_inputs(source, folder, root, split, count, photos,
+                                     load_teacher().config.resolution)
+        for done, total, cases in scan_images(names, images, variant, attribute, settings):
+            progress(done / total, desc=f"{done} of {total} faces")
             rows = [[rank + 1, c.filename, c.target, _score(c.divergence), c.recourse.teacher_valid,
                      c.recourse.student_accepts_teacher, c.recourse.student_valid, _value(c.recourse.crg),
                      _value(c.recourse.dirsim)] for rank, c in enumerate(cases)]
-            found = [(c.filename, (c.image.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)) for c in cases]
-            yield rows, found, f"{done} of {total} images ranked (worst first). Click a row to audit it."
+            found = {"variant": variant, "attribute": attribute, "cases": [_pixels(c) for c in cases]}
+            thumbnails = [(Image.fromarray(pixels), f"#{rank + 1} {_score(c.divergence)}")
+                          for rank, (c, (_, pixels)) in enumerate(zip(cases, found["cases"]))]
+            yield (rows, thumbnails, found,
+                   f"{done} of {total} faces ranked (worst first) for **{variant}**, **{attribute}**, margin "
+                   f"{settings.counterfactual.margin:g}. Click a row or a thumbnail to audit it with these settings.")
+    except gr.Error:
+        raise
     except EXPECTED_ERRORS as error:
-        raise gr.Error(str(error)) from None
+        raise gr.Error(_public(error)) from None
+    except Exception as error:  # noqa: BLE001
+        raise _unexpected(error) from None
+
+
+def _pixels(case: FolderCase) -> tuple[str, np.ndarray]:
+    return case.filename, (case.image.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
 
 
 def _score(value: float | None) -> float | str:
@@ -185,146 +319,182 @@ def _value(value: float | None) -> float | str:
 
 
 def select_failure(found, event: gr.SelectData):
-    if not found:
-        raise gr.Error("Rank a folder first.")
+    """A ranked face, opened in the Audit tab with the scan's variant and attribute."""
+    if not found or not found.get("cases"):
+        raise gr.Error("Rank some faces first.")
     row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
-    filename, pixels = found[row]
+    _, pixels = found["cases"][row]
     pixels = np.asarray(pixels, dtype=np.uint8)
-    return pixels, None, enlarge(Image.fromarray(pixels)), gr.Tabs(selected="audit")
+    return (pixels, None, enlarge(Image.fromarray(pixels)), found["variant"], found["attribute"],
+            next(iter(TARGETS)), gr.Tabs(selected="audit"))
 
 
-def warm_up() -> None:
-    """Load every available model once and run one small audit, so the first user's
-    predictions are not delayed by loading."""
-    faces = gallery_faces()
-    load_teacher()
+def warm_up(log=print) -> None:
+    """Load every available model once and run one small audit, so that the first user's
+    audit is not delayed by loading. A variant that does not load is reported, not fatal."""
+    started = time.perf_counter()
     for variant in VARIANTS:
-        if variant_is_built(variant):
-            try:
-                load_student(variant)
-            except EXPECTED_ERRORS as error:  # a broken variant must not stop the app
-                print(f"warning: variant {variant} does not load: {error}")
-    available = [v for v in VARIANTS if variant_is_built(v)]
-    if faces and available:
-        image = framed_tensor(np.array(Image.open(faces[0][0]).convert("RGB")))
-        audit_image(image, available[0], "Smiling")
+        status = variant_status(variant)
+        log(f"variant {variant}: {'loaded' if status is None else status}")
+    faces_ = gallery_faces()
+    available = [v for v in VARIANTS if variant_status(v) is None]
+    if faces_ and available:
+        audit_image(framed_tensor(np.array(Image.open(faces_[0][0]).convert("RGB"))), available[0], "Smiling")
+    log(f"warm-up done in {time.perf_counter() - started:.1f} s")
 
 
 # ---------------------------------------------------------------------------------------
 # Layout
 # ---------------------------------------------------------------------------------------
 
-with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(3600, 3600)) as demo:
-    selected_face = gr.State(None)  # per user: framed pixels of the chosen gallery or folder face
-    found_faces = gr.State([])  # per user: (filename, pixels) of the last folder ranking, worst first
-    gr.Markdown("# Recourse audit of a compressed face-attribute classifier\n"
-                "Does the quantized model still honour the *recourse* (the smallest realistic change that flips "
-                "an attribute) that the full-precision model gives? Definitions: `docs/metrics.md`.")
+CSS = """
+.evidence-table td, .evidence-table th {border-bottom: 1px solid #e5e7eb}
+.faces {flex-wrap: nowrap !important}
+.faces img {image-rendering: pixelated}
+@media (max-width: 640px) { .faces label {display: none !important} }
+@media (max-width: 640px) { .gradio-container {padding: 4px !important} }
+"""
+
+with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(600, 900)) as demo:
+    selected_face = gr.State(None)  # per user: framed pixels of the chosen gallery or ranked face
+    found_faces = gr.State({})  # per user: the last ranking (variant, attribute, framed faces worst first)
+    gr.Markdown("## Recourse audit of a compressed face-attribute classifier\n"
+                "Does the compressed model still accept the *recourse* — the smallest realistic change that flips "
+                "an attribute — that the full-precision model gives, and would it suggest the same change?")
     with gr.Tabs() as tabs:
         with gr.Tab("Audit", id="audit"):
-            with gr.Row():
-                with gr.Column(scale=2):
-                    gallery = gr.Gallery(gallery_faces(), label="Gallery (generated faces and a public-domain photo; "
-                                         "provenance in assets/gallery/*.json)", columns=6, height=180,
-                                         allow_preview=False, elem_id="gallery")
-                    upload = gr.File(label="…or upload a photo (aligned automatically)", type="filepath",
-                                     height=110, elem_id="upload")
-                with gr.Column(scale=1):
-                    aligned_view = gr.Image(label="Face audited (aligned crop)", type="pil", format="png", interactive=False,
-                                            height=200, elem_id="aligned")
-            with gr.Row():
-                variant = gr.Dropdown(variant_choices(), value=VARIANTS[0], label="Compressed variant")
-                attribute = gr.Dropdown(list(ATTRIBUTES), value="Smiling", label="Attribute")
-                target = gr.Dropdown(list(TARGETS), value=next(iter(TARGETS)), label="Target decision")
-            with gr.Accordion("Generator settings", open=False):
-                steps = gr.Slider(2, 50, value=DEFAULTS.steps, step=1, label="DDIM steps")
-                guidance = gr.Slider(0, 100, value=DEFAULTS.guidance_scale, step=1, label="Guidance strength")
-                seed = gr.Number(value=DEFAULTS.seed, precision=0, minimum=0, label="Seed (the same for both models)")
-            run = gr.Button("Audit", variant="primary", elem_id="run-audit")
-            with gr.Row():
-                with gr.Column(scale=3):
-                    status = gr.Markdown()
-                    verdict = gr.Markdown(elem_id="verdict")
-                    cards = gr.HTML(elem_id="value-cards")
+            with gr.Row(equal_height=False):
+                with gr.Column(scale=2, min_width=300):
+                    gallery = gr.Gallery(gallery_faces(), label="Gallery: generated faces and a public-domain photo",
+                                         columns=6, rows=1, height=96, allow_preview=False, elem_id="gallery")
+                    with gr.Row(equal_height=True):
+                        upload = gr.Image(label="…or upload a photo (the face is found and aligned)", type="filepath",
+                                          sources=["upload"], height=110, buttons=[], elem_id="upload", scale=3,
+                                          min_width=160)
+                        with gr.Column(scale=1, min_width=90):
+                            gr.Examples([[str(EXAMPLE_PHOTO)]], inputs=[upload], label="Example")
                     with gr.Row():
-                        teacher_cf = gr.Image(label="Full-precision recourse x'_f", type="pil", format="png",
-                                              interactive=False, elem_id="teacher-cf")
-                        teacher_diff = gr.Image(label="x'_f − x (red brighter, blue darker)", type="pil", format="png",
-                                                interactive=False)
-                        student_cf = gr.Image(label="Compressed recourse x'_g (same seed)", type="pil", format="png",
-                                              interactive=False, elem_id="student-cf")
-                        student_diff = gr.Image(label="x'_g − x", type="pil", format="png", interactive=False)
-                    with gr.Accordion("Attributions (Captum)", open=True):
-                        with gr.Row():
-                            ig_teacher = gr.Image(label="IntegratedGradients: full precision", type="pil", format="png",
-                                                  interactive=False)
-                            ig_student = gr.Image(label="IntegratedGradients: fake-quantized twin", type="pil",
-                                                  format="png", interactive=False)
-                            occ_teacher = gr.Image(label="Occlusion: full precision", type="pil", format="png",
-                                                   interactive=False)
-                            occ_student = gr.Image(label="Occlusion: integer-kernel model", type="pil", format="png",
-                                                   interactive=False)
-                        attributions = gr.HTML()
-                with gr.Column(scale=2):
-                    chart = gr.HTML(label="Predictions", elem_id="predictions")
+                        variant = gr.Dropdown(variant_choices(), value=VARIANTS[0], label="Compressed variant",
+                                              min_width=140)
+                        attribute = gr.Dropdown(list(ATTRIBUTES), value="Smiling", label="Attribute", min_width=140)
+                    with gr.Row():
+                        target = gr.Dropdown(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
+                                             min_width=140)
+                        margin = gr.Slider(0, 5, value=DEFAULTS.margin, step=0.25, elem_id="margin", min_width=140,
+                                           label="Margin (logits; 0 = minimal recourse)")
+                    with gr.Accordion("Generator settings", open=False):
+                        steps = gr.Slider(2, 50, value=DEFAULTS.steps, step=1, label="DDIM steps")
+                        guidance = gr.Slider(0, 100, value=DEFAULTS.guidance_scale, step=1, label="Guidance strength")
+                        seed = gr.Number(value=DEFAULTS.seed, precision=0, minimum=0, maximum=2**31 - 1,
+                                         label="Seed (the same for both models)")
+                    run = gr.Button("Audit", variant="primary", elem_id="run-audit")
+                with gr.Column(scale=3, min_width=300):
+                    status = gr.Markdown("Choose a face and press **Audit**.", label="Status", elem_id="status")
+                    verdict = gr.Markdown(label="Verdict", elem_id="verdict")
+                    with gr.Row(equal_height=True, elem_classes="faces"):
+                        image_options = {"type": "pil", "format": "png", "interactive": False, "buttons": ["download"],
+                                         "min_width": 100}
+                        original_view = gr.Image(label="Face x", elem_id="aligned", **image_options)
+                        teacher_cf = gr.Image(label="Full precision x'_f", elem_id="teacher-cf", **image_options)
+                        student_cf = gr.Image(label="Compressed x'_g", elem_id="student-cf", **image_options)
+                    evidence = gr.HTML(label="Probabilities before and after", elem_id="evidence")
+                    cards = gr.HTML(label="Per-image values", elem_id="value-cards")
+            with gr.Accordion("Where each recourse changes the face", open=False):
+                with gr.Row():
+                    teacher_diff = gr.Image(label="x'_f − x (red brighter, blue darker)", **image_options)
+                    student_diff = gr.Image(label="x'_g − x (red brighter, blue darker)", **image_options)
+            with gr.Accordion("Attributions (Captum)", open=False):
+                with gr.Row():
+                    ig_teacher = gr.Image(label="IntegratedGradients: full precision", **image_options)
+                    ig_student = gr.Image(label="IntegratedGradients: fake-quantized twin", **image_options)
+                    occ_teacher = gr.Image(label="Occlusion: full precision", **image_options)
+                    occ_student = gr.Image(label="Occlusion: deployed compressed model", **image_options)
+                attributions = gr.HTML(label="Attribution agreement")
+            with gr.Accordion("Both models' 40 predictions", open=False):
+                chart = gr.HTML(label="Predictions", elem_id="predictions")
             with gr.Row():
                 export_json = gr.File(label="Audit as JSON", interactive=False)
                 export_html = gr.File(label="One-page report (HTML)", interactive=False)
             with gr.Accordion("All values", open=False):
-                raw = gr.JSON()
+                raw = gr.JSON(label="All values")
+            with gr.Accordion("Glossary", open=False):
+                gr.Markdown(GLOSSARY)
         with gr.Tab("Benchmark", id="benchmark"):
+            benchmark_run = gr.Radio(list(BENCHMARKS), value=next(iter(BENCHMARKS)), label="Run")
             caption, table, plot = benchmark_view()
-            benchmark_caption = gr.Markdown(caption)
-            benchmark_table = gr.Dataframe(table, interactive=False)
-            benchmark_plot = gr.Plot(plot)
-            refresh = gr.Button("Reload assets/benchmark.json")
+            benchmark_caption = gr.Markdown(caption, label="Benchmark run")
+            benchmark_table = gr.Dataframe(table, interactive=False, label="Benchmark table", wrap=True)
+            benchmark_plot = gr.Plot(plot, label="Accuracy against recourse metrics")
         with gr.Tab("Find failures", id="failures"):
-            gr.Markdown("Rank the first N images of a folder (CelebA-HQ or original CelebA layout) by how far the "
-                        "compressed model's recourse departs from the full-precision one: +1 if it rejects the "
-                        "full-precision recourse, +1 if it finds none of its own, + (1 − DirSim_i/100)/2.")
+            gr.Markdown("Rank faces by how far the compressed model's recourse departs from the full-precision one: "
+                        "+1 if it rejects the full-precision recourse, +1 if it finds none of its own, "
+                        "+ (1 − DirSim_i/100)/2. Each face is audited with the settings of the Audit tab.")
+            sources = ["gallery faces", "uploaded photos"] + (["listed folder"] if SCAN_ROOTS else [])
+            sources += [] if PUBLIC else ["server folder"]
             with gr.Row():
-                folder = gr.Textbox(label="Folder", placeholder="../shared/data/celeba-hq-64")
-                split = gr.Dropdown(list(SPLITS), value="test", label="Split")
-                count = gr.Slider(1, 256, value=16, step=1, label="Images")
+                scan_source = gr.Radio(sources, value=sources[0], label="Faces to rank")
+                scan_photos = gr.File(label="Photos to rank", file_count="multiple", file_types=["image"],
+                                      height=110)
+            with gr.Row():
+                folder = gr.Textbox(label="Server folder (CelebA-HQ or original CelebA layout)",
+                                    placeholder="../shared/data/celeba-hq-64", visible=not PUBLIC)
+                scan_root = gr.Dropdown(list(SCAN_ROOTS), label="Listed folder", visible=bool(SCAN_ROOTS))
+                split = gr.Dropdown(list(SPLITS), value="test", label="Split (folders)")
+                count = gr.Slider(1, MAX_SCAN_IMAGES, value=16, step=1, label="Faces")
             with gr.Row():
                 scan_variant = gr.Dropdown(variant_choices(), value=VARIANTS[0], label="Compressed variant")
                 scan_attribute = gr.Dropdown(list(ATTRIBUTES), value="Smiling", label="Attribute")
             with gr.Row():
                 scan = gr.Button("Rank", variant="primary")
                 cancel = gr.Button("Cancel")
-            scan_status = gr.Markdown()
-            ranking = gr.Dataframe(headers=["rank", "file", "target", "divergence", "V_f(x'_f)", "V_g(x'_f)", "V_g(x'_g)",
-                                            "CRG_i", "DirSim_i"], interactive=False)
+            scan_status = gr.Markdown(label="Ranking status")
+            thumbnails = gr.Gallery(label="Ranked faces, worst first (click to audit)", columns=8, rows=1,
+                                    height=130, allow_preview=False)
+            ranking = gr.Dataframe(headers=["rank", "file", "target", "divergence", "V_f(x'_f)", "V_g(x'_f)",
+                                            "V_g(x'_g)", "CRG_i", "DirSim_i"], interactive=False, label="Ranking")
 
-    RESULT_OUTPUTS = [teacher_cf, teacher_diff, student_cf, student_diff, cards, verdict, ig_teacher, ig_student,
-                      occ_teacher, occ_student, attributions, raw, export_json, export_html]
-    AUDIT_INPUTS = [upload, selected_face, variant, attribute, target, steps, guidance, seed]
-    AUDIT_OUTPUTS = [aligned_view, status, chart, *RESULT_OUTPUTS]
+    RESULT_OUTPUTS = [teacher_cf, teacher_diff, student_cf, student_diff, evidence, cards, verdict, ig_teacher,
+                      ig_student, occ_teacher, occ_student, attributions, raw, export_json, export_html, chart, status]
+    AUDIT_INPUTS = [upload, selected_face, variant, attribute, target, steps, guidance, seed, margin]
+    AUDIT_OUTPUTS = [original_view, *RESULT_OUTPUTS]
+    HEAVY = {"concurrency_limit": HEAVY_CONCURRENCY, "concurrency_id": "heavy"}
 
     # -----------------------------------------------------------------------------------
     # Events
     # -----------------------------------------------------------------------------------
-    gallery.select(select_gallery_face, None, [selected_face, upload, aligned_view], api_visibility="private")
+    gallery.select(select_gallery_face, None, [selected_face, upload, original_view], api_visibility="private")
     upload.upload(lambda: None, None, selected_face, api_visibility="private")
-    run.click(run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, api_name="audit", concurrency_limit=HEAVY_CONCURRENCY,
-              concurrency_id="heavy")
-    refresh.click(benchmark_view, None, [benchmark_caption, benchmark_table, benchmark_plot], api_name="benchmark")
-    scanning = scan.click(find_failures, [folder, split, count, scan_variant, scan_attribute],
-                          [ranking, found_faces, scan_status], api_name="find_failures",
-                          concurrency_limit=HEAVY_CONCURRENCY, concurrency_id="heavy")
+    run.click(clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private").then(
+        run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, api_name="audit", **HEAVY)
+    benchmark_run.change(benchmark_view, benchmark_run, [benchmark_caption, benchmark_table, benchmark_plot],
+                         api_name="benchmark")
+    scanning = scan.click(find_failures, [scan_source, folder, scan_root, split, count, scan_photos, scan_variant,
+                                          scan_attribute, steps, guidance, seed, margin],
+                          [ranking, thumbnails, found_faces, scan_status], api_name="find_failures", **HEAVY)
     cancel.click(None, None, None, cancels=[scanning])
-    ranking.select(select_failure, found_faces, [selected_face, upload, aligned_view, tabs], api_visibility="private").then(
-        run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, concurrency_limit=HEAVY_CONCURRENCY, concurrency_id="heavy",
-        api_visibility="private")
-
+    for chooser in (ranking, thumbnails):
+        chooser.select(select_failure, found_faces,
+                       [selected_face, upload, original_view, variant, attribute, target, tabs],
+                       api_visibility="private").then(
+            clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private").then(
+            run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, api_visibility="private", **HEAVY)
     demo.load(lambda: [gr.Dropdown(choices=variant_choices())] * 2, None, [variant, scan_variant],
               api_visibility="private")
 
+# The API page's example upload is a face, not gradio's default picture.
+upload.example_payload = lambda: handle_file(str(EXAMPLE_PHOTO.relative_to(assets_dir().parent)))
+upload.example_value = upload.example_payload
 demo.queue(max_size=256)
 
 
 if __name__ == "__main__":
-    warm_up()
+    started = time.perf_counter()
+    print("loading the full-precision classifier and the generator…", flush=True)
+    load_teacher()
+    default_generator()
+    print(f"ready to serve after {time.perf_counter() - started:.1f} s; loading the variants in the background",
+          flush=True)
+    threading.Thread(target=warm_up, daemon=True).start()
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
                               font_mono=["ui-monospace", "monospace"])  # system fonts: nothing fetched, offline
-    demo.launch(theme=theme, max_file_size="40mb", show_error=True)
+    demo.launch(theme=theme, css=CSS, max_file_size=faces.MAX_UPLOAD_BYTES, show_error=True)

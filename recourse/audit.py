@@ -38,11 +38,17 @@ from recourse.paired import Student, paired_recourse
 ImageSource = str | os.PathLike | bytes | Image.Image | torch.Tensor
 
 
+def minimal_recourse() -> CounterfactualConfig:
+    """An audit's default: stop as soon as the guiding model's decision flips (margin 0), the
+    smallest change of ``docs/metrics.md``; a margin past the boundary hides disagreements."""
+    return CounterfactualConfig(margin=0.0)
+
+
 @dataclass(frozen=True)
 class AuditSettings:
     """Everything that changes an audit's numbers; saved with every result."""
 
-    counterfactual: CounterfactualConfig = field(default_factory=CounterfactualConfig)
+    counterfactual: CounterfactualConfig = field(default_factory=minimal_recourse)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
 
     def to_dict(self) -> dict:
@@ -56,6 +62,7 @@ class Predictions:
 
     aligned: torch.Tensor
     alignment: str  # what the alignment did, for the user
+    display: torch.Tensor | None  # the same framing at display size (3, D, D) when the photo is larger
     variant: str
     attribute: str
     target: int
@@ -82,6 +89,7 @@ class AuditResult:
     teacher_difference: torch.Tensor
     student_difference: torch.Tensor
     probabilities_after: dict[str, float]  # p_a of each model on each counterfactual
+    student_logits: dict[str, float]  # the student's logit of a on x, x'_f and x'_g
     recourse: ImageRecourse  # V_f(x'_f), V_g(x'_f), V_g(x'_g), costs, CRG_i, DirSim_i
     attributions: tuple[AttributionComparison, ...]
     settings: AuditSettings
@@ -107,6 +115,7 @@ class AuditResult:
                 "reason": r.reason,
             },
             "probabilities_after": {k: round(v, 6) for k, v in self.probabilities_after.items()},
+            "student_logits": {k: round(v, 6) for k, v in self.student_logits.items()},
             "attributions": [a.to_dict() for a in self.attributions],
             "student_model": self.student_model,
             "settings": self.settings.to_dict(), "seed": self.seed, "versions": self.versions,
@@ -150,20 +159,29 @@ def verdict(recourse: ImageRecourse) -> str:
             f"{recourse.dirsim:.0f}% similar (100% = the same direction).")
 
 
-def prepare_image(image: ImageSource, resolution: int) -> tuple[torch.Tensor, str]:
-    """``(3, R, R)`` in [0, 1] and a message. Photos (path, bytes, PIL) are aligned; a
+DISPLAY_RESOLUTION = 256
+
+
+def prepare_image(image: ImageSource, resolution: int) -> tuple[torch.Tensor, str, torch.Tensor | None]:
+    """``(3, R, R)`` in [0, 1], a message, and the same framing at display size when the photo
+    has more pixels than the model sees. Photos (path, bytes, PIL) are aligned; a
     ``(3, R, R)`` tensor is taken as already framed."""
     if isinstance(image, torch.Tensor):
         if image.shape != (3, resolution, resolution) or not image.is_floating_point():
             raise ValueError(f"a framed image must be a float (3, {resolution}, {resolution}) tensor, "
                              f"got {tuple(image.shape)} {image.dtype}")
-        if float(image.min()) < 0 or float(image.max()) > 1:
+        if not bool(torch.isfinite(image).all()) or float(image.min()) < 0 or float(image.max()) > 1:
             raise ValueError("a framed image must have values in [0, 1]")
-        return image.float(), "already framed; used as given"
-    from recourse.faces import align_face
+        return image.float().contiguous(), "already framed; used as given", None
+    from recourse.faces import align_face, crop_square, load_photo
 
-    aligned = align_face(image, resolution)
-    return to_float_images(aligned.image), aligned.message
+    photo = load_photo(image)
+    aligned = align_face(photo, resolution)
+    left, _, right, _ = aligned.crop_box
+    display = None
+    if right - left > resolution:  # the photo holds more detail than the model's input
+        display = to_float_images(crop_square(photo, aligned.crop_box, DISPLAY_RESOLUTION))
+    return to_float_images(aligned.image), aligned.message, display
 
 
 def _check_target(target: int | None) -> None:
@@ -207,13 +225,13 @@ def audit_steps(
     started = time.perf_counter()
 
     # (1, 2) framing and predictions
-    x, alignment = prepare_image(image, model_resolution(teacher))
+    x, alignment, display = prepare_image(image, model_resolution(teacher))
     teacher_p = _probabilities(teacher, x[None])[0]
     student_p = _probabilities(student.decider, x[None])[0]
     teacher_d, student_d = teacher_p >= 0.5, student_p >= 0.5
     diverging = tuple(name for name, differs in zip(ATTRIBUTES, (teacher_d != student_d).tolist()) if differs)
     target = int(not teacher_d[index]) if target is None else int(target)
-    predictions = Predictions(x, alignment, variant, attribute, target, teacher_p, student_p, diverging)
+    predictions = Predictions(x, alignment, display, variant, attribute, target, teacher_p, student_p, diverging)
     seconds["predictions"] = time.perf_counter() - started
     yield AuditStep("predictions", 0.1, predictions=predictions)
 
@@ -224,12 +242,17 @@ def audit_steps(
     seconds["counterfactuals"] = time.perf_counter() - started - seconds["predictions"]
     yield AuditStep("counterfactuals", 0.6, predictions=predictions)
     x_f, x_g = paired.teacher.images[0], paired.student.counterfactuals[0]
+    on_teacher, on_own = float(paired.student.logit_on_teacher[0]), float(paired.student.logit_on_own[0])
     probabilities_after = {
         "teacher_on_teacher_counterfactual": float(paired.teacher.probability_after[0]),
-        "student_on_teacher_counterfactual": float(paired.student.probability_on_teacher[0]),
-        "student_on_student_counterfactual": float(paired.student.probability_on_own[0]),
+        "teacher_on_student_counterfactual": float(_probabilities(teacher, x_g[None])[0, index]),
+        "student_on_teacher_counterfactual": float(torch.sigmoid(torch.tensor(on_teacher))),
+        "student_on_student_counterfactual": float(torch.sigmoid(torch.tensor(on_own))),
         "twin_on_student_counterfactual": float(paired.student.twin_probability_after[0]),
     }
+    with torch.no_grad():
+        logit_before = float(student.decider(x[None])[0, index])
+    student_logits = {"original": logit_before, "teacher_counterfactual": on_teacher, "student_counterfactual": on_own}
 
     # (4) attributions: same method and settings on both models
     mark = time.perf_counter()
@@ -245,6 +268,7 @@ def audit_steps(
     result = AuditResult(
         predictions=predictions, teacher_counterfactual=x_f, student_counterfactual=x_g,
         teacher_difference=x_f - x, student_difference=x_g - x, probabilities_after=probabilities_after,
+        student_logits=student_logits,
         recourse=paired.columns.image(0), attributions=(gradient, occluded), settings=settings, seed=seed,
         student_model=student.kind, versions=_versions(), seconds=seconds,
     )

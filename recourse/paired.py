@@ -117,8 +117,8 @@ class StudentRecourse:
     valid: torch.Tensor  # V_g(x'_g)
     cost: torch.Tensor
     cosine: torch.Tensor
-    probability_on_teacher: torch.Tensor  # the decider's p_a(x'_f)
-    probability_on_own: torch.Tensor  # the decider's p_a(x'_g)
+    logit_on_teacher: torch.Tensor  # the decider's logit of a at x'_f
+    logit_on_own: torch.Tensor  # the decider's logit of a at x'_g
     twin_probability_after: torch.Tensor  # the twin's p_a(x'_g)
 
 
@@ -137,8 +137,7 @@ def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor
         valid=validity(decisions(on_own), targets.long()),
         cost=own.cost,
         cosine=direction_cosines(teacher_counterfactuals - images, own.images - images),
-        probability_on_teacher=torch.sigmoid(on_teacher), probability_on_own=torch.sigmoid(on_own),
-        twin_probability_after=own.probability_after,
+        logit_on_teacher=on_teacher, logit_on_own=on_own, twin_probability_after=own.probability_after,
     )
 
 

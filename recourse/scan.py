@@ -4,7 +4,7 @@ departs from the teacher's, each row computed by the same paired core as an audi
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -79,7 +79,27 @@ def scan_folder(
     student: Student | None = None,
     generator: FaceGenerator | None = None,
 ) -> Iterator[tuple[int, int, list[FolderCase]]]:
-    """Rank a folder's images by recourse divergence for one variant and attribute.
+    """Rank the first ``count`` images of a folder's ``split`` (either CelebA layout); see
+    :func:`scan_images`."""
+    from recourse import models
+
+    teacher = teacher if teacher is not None else models.load_teacher()
+    names, images = read_folder(folder, split, count, model_resolution(teacher))
+    yield from scan_images(names, images, variant, attribute, settings, batch_size, teacher, student, generator)
+
+
+def scan_images(
+    names: tuple[str, ...],
+    images: Iterable[torch.Tensor],
+    variant: str,
+    attribute: str,
+    settings: AuditSettings = AuditSettings(),
+    batch_size: int = 1,
+    teacher: nn.Module | None = None,
+    student: Student | None = None,
+    generator: FaceGenerator | None = None,
+) -> Iterator[tuple[int, int, list[FolderCase]]]:
+    """Rank framed images ``(3, R, R)`` in [0, 1] by recourse divergence for one variant and attribute.
 
     Yields ``(done, total, cases ranked worst first)`` after each batch. Each image gets the
     seed of ``settings`` and the target that flips the teacher's decision, as a single audit
@@ -92,7 +112,7 @@ def scan_folder(
     teacher = teacher if teacher is not None else models.load_teacher()
     student = student if student is not None else models.load_student(variant)
     generator = generator if generator is not None else default_generator()
-    names, images = read_folder(folder, split, count, model_resolution(teacher))
+    images = iter(images)
     seed = settings.counterfactual.seed
     cases: list[FolderCase] = []
     for start in range(0, len(names), batch_size):

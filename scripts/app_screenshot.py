@@ -1,6 +1,7 @@
 """Run ``python app.py`` for real, audit a gallery face in headless Chromium, save a screenshot.
 
-    python -m scripts.app_screenshot --out assets/screenshot.png
+    python -m scripts.app_screenshot --out assets/screenshot.png                    # 1280×800
+    python -m scripts.app_screenshot --out assets/screenshot-phone.png --width 390 --height 844 --full-page
 
 Uses Debian's ``chromium`` (``apt-get install chromium``) through Playwright's Python
 package; no browser is downloaded. ``start_app`` and ``audit_gallery_face`` are shared with
@@ -85,17 +86,22 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=str(ROOT / "assets" / "screenshot.png"))
     parser.add_argument("--face", type=int, default=0, help="gallery position of the face to audit")
+    parser.add_argument("--width", type=int, default=1280)
+    parser.add_argument("--height", type=int, default=800)
+    parser.add_argument("--full-page", action="store_true", help="the whole page, not only the first screen")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
     with start_app() as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        page = browser.new_page(viewport={"width": 1400, "height": 900})
+        page = browser.new_page(viewport={"width": args.width, "height": args.height})
         audit_gallery_face(page, url, args.face)
         page.wait_for_timeout(500)  # let the last images paint
-        page.screenshot(path=args.out, full_page=True)
+        page.evaluate("window.scrollTo(0, 0)")
+        page.screenshot(path=args.out, full_page=args.full_page)
+        height = page.evaluate("document.documentElement.scrollHeight")
         browser.close()
-    print(f"wrote {args.out}")
+    print(f"wrote {args.out} (page {args.width}×{height} px)")
 
 
 if __name__ == "__main__":

@@ -13,7 +13,7 @@ import json
 
 from recourse.audit import AuditResult, Predictions
 from recourse.data import ATTRIBUTES
-from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, enlarge, png_data_uri
+from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, display_pictures, png_data_uri
 
 # (key, title, one-line meaning): the value cards, in order; the README repeats these lines.
 CARDS: tuple[tuple[str, str, str], ...] = (
@@ -82,7 +82,7 @@ def value_cards(result: AuditResult) -> str:
     for key, title, meaning in CARDS:
         value, colour = _card_value(result, key)
         cards.append(f'<div class="value-card" style="background:{colour};border-radius:8px;padding:8px 10px;'
-                     f'min-width:150px;flex:1"><div style="font-size:12px;color:#374151">{html.escape(title)}</div>'
+                     f'min-width:120px;flex:1"><div style="font-size:12px;color:#374151">{html.escape(title)}</div>'
                      f'<div style="font-size:20px;font-weight:600">{value}</div>'
                      f'<div style="font-size:11px;color:#4b5563">{html.escape(meaning)}</div></div>')
     return '<div style="display:flex;flex-wrap:wrap;gap:8px">' + "".join(cards) + "</div>"
@@ -101,10 +101,39 @@ def attribution_table(result: AuditResult) -> str:
             "ρ = 1 and IoU = 1 mean the two models look at the same pixels.</p>")
 
 
+def evidence_table(result: AuditResult, student_name: str = "compressed") -> str:
+    """Each model's probability of the attribute on the face and on both recourses, and the
+    student's logit: how far each decision is from the boundary (0)."""
+    p, after, logits = result.predictions, result.probabilities_after, result.student_logits
+    index = ATTRIBUTES.index(p.attribute)
+    wanted = "present" if p.target else "absent"
+
+    def cell(probability: float, logit: float | None = None) -> str:
+        accepted = (probability >= 0.5) == bool(p.target)
+        mark = "✓" if accepted else "✗"
+        extra = f" <span style='color:#6b7280'>(logit {logit:+.2f})</span>" if logit is not None else ""
+        return f"<td style='padding:2px 8px'>{probability:.3f} {mark}{extra}</td>"
+
+    teacher_row = (cell(float(p.teacher_probabilities[index])) + cell(after["teacher_on_teacher_counterfactual"])
+                   + cell(after["teacher_on_student_counterfactual"]))
+    student_row = (cell(float(p.student_probabilities[index]), logits["original"])
+                   + cell(after["student_on_teacher_counterfactual"], logits["teacher_counterfactual"])
+                   + cell(after["student_on_student_counterfactual"], logits["student_counterfactual"]))
+    margin = result.settings.counterfactual.margin
+    return (f'<div style="overflow-x:auto"><table class="evidence-table" style="font-size:13px;border-collapse:collapse">'
+            f'<tr><th align="left">p({html.escape(p.attribute)}) on</th><th align="left">face x</th>'
+            f'<th align="left">x\'_f (full precision)</th><th align="left">x\'_g (compressed)</th></tr>'
+            f'<tr><td>full precision</td>{teacher_row}</tr>'
+            f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr></table></div>'
+            f'<p style="font-size:12px">Target: attribute {wanted} (✓ = the model decides the target). Each recourse '
+            f'was guided until its own model\'s logit was {margin:g} past the boundary (margin {margin:g}; '
+            f'0 = the smallest change that flips the decision).</p>')
+
+
 def report_html(result: AuditResult, source: str = "") -> str:
     """The whole audit on one self-contained page."""
     p = result.predictions
-    pictures = {name: png_data_uri(enlarge(picture)) for name, picture in audit_pictures(result).items()}
+    pictures = {name: png_data_uri(picture) for name, picture in display_pictures(result).items()}
 
     def figure(name: str, caption: str) -> str:
         return (f'<figure style="display:inline-block;margin:4px;text-align:center"><img src="{pictures[name]}" '
@@ -116,14 +145,15 @@ def report_html(result: AuditResult, source: str = "") -> str:
 <body style="font-family:sans-serif;max-width:1100px;margin:auto">
 <h1>Recourse audit</h1>
 <p>Variant <b>{html.escape(p.variant)}</b> against the full-precision classifier; attribute <b>{html.escape(p.attribute)}</b>,
-target {target}; seed {result.seed}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
+target {target}; seed {result.seed}; margin {result.settings.counterfactual.margin:g}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
 Metric definitions: docs/metrics.md in the recourse-audit repository.</p>
 <h2>Verdict</h2><p style="font-size:18px">{html.escape(result.verdict)}</p>
 {value_cards(result)}
 <h2>Face and recourses</h2>
 {figure("aligned", "input (" + p.alignment + ")")}{figure("teacher_counterfactual", "full-precision recourse x'_f")}
-{figure("teacher_difference", "x'_f - x")}{figure("student_counterfactual", "compressed recourse x'_g")}
-{figure("student_difference", "x'_g - x")}
+{figure("student_counterfactual", "compressed recourse x'_g")}<br>
+{figure("teacher_difference", "x'_f - x (red brighter, blue darker)")}{figure("student_difference", "x'_g - x")}
+{evidence_table(result, p.variant)}
 <h2>Attributions</h2>
 {figure("integrated-gradients_teacher", "IntegratedGradients, full precision")}{figure("integrated-gradients_student", "IntegratedGradients, fake-quantized twin")}
 {figure("occlusion_teacher", "Occlusion, full precision")}{figure("occlusion_student", f"Occlusion, {result.student_model} model")}

@@ -13,12 +13,14 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
-from PIL import Image
+from PIL import Image, ImageDraw
+
+from recourse.data import resize_images
 
 if TYPE_CHECKING:
     from recourse.audit import AuditResult
 
-DISPLAY_SIZE = 192
+DISPLAY_SIZE = 256
 
 
 def to_pil(image: torch.Tensor) -> Image.Image:
@@ -51,13 +53,12 @@ def enlarge(picture: Image.Image, size: int = DISPLAY_SIZE) -> Image.Image:
 
 
 def side_by_side(original: torch.Tensor, counterfactual: torch.Tensor, scale: int = 4) -> Image.Image:
-    """One picture: original | counterfactual | difference map, each enlarged ``scale`` times."""
-    panels = [to_pil(original), to_pil(counterfactual), difference_map(original, counterfactual)]
-    width, height = panels[0].size
-    canvas = Image.new("RGB", (3 * width * scale + 2 * 4, height * scale), (255, 255, 255))
-    for i, panel in enumerate(panels):
-        canvas.paste(panel.resize((width * scale, height * scale), Image.Resampling.NEAREST), (i * (width * scale + 4), 0))
-    return canvas
+    """One labelled picture: original | counterfactual | difference map (with its colour
+    legend), each enlarged ``scale`` times."""
+    size = original.shape[-1] * scale
+    return labelled_strip([("original", enlarge(to_pil(original), size)),
+                           ("counterfactual", enlarge(to_pil(counterfactual), size)),
+                           ("difference (red brighter)", enlarge(difference_map(original, counterfactual), size))])
 
 
 def png_data_uri(picture: Image.Image) -> str:
@@ -80,3 +81,38 @@ def audit_pictures(result: AuditResult) -> dict[str, Image.Image]:
         pictures[f"{comparison.method}_teacher"] = attribution_picture(comparison.teacher)
         pictures[f"{comparison.method}_student"] = attribution_picture(comparison.student)
     return pictures
+
+
+def display_pictures(result: AuditResult, size: int = DISPLAY_SIZE) -> dict[str, Image.Image]:
+    """The audit's pictures at ``size`` for the screen and the report. Where the photo has
+    more pixels than the model sees, each counterfactual is the photo's own crop plus the
+    upsampled edit ``x' − x`` (the numbers stay those of the model-resolution images);
+    otherwise pixels are enlarged as they are."""
+    pictures = {name: enlarge(picture, size) for name, picture in audit_pictures(result).items()}
+    display = result.predictions.display
+    if display is not None:
+        x = result.predictions.aligned
+        base = resize_images(display[None], size)
+        pictures["aligned"] = to_pil(base[0])
+        for name, counterfactual in (("teacher_counterfactual", result.teacher_counterfactual),
+                                     ("student_counterfactual", result.student_counterfactual)):
+            edit = resize_images((counterfactual - x)[None], size)
+            pictures[name] = to_pil((base + edit).clamp(0, 1)[0])
+    return pictures
+
+
+def labelled_strip(panels: list[tuple[str, Image.Image]], legend: bool = True) -> Image.Image:
+    """Panels side by side with a caption under each, and the difference colour legend."""
+    width, height = panels[0][1].size
+    caption, gap = 18, 6
+    strip = Image.new("RGB", (len(panels) * (width + gap) - gap, height + caption + (22 if legend else 0)), "white")
+    draw = ImageDraw.Draw(strip)
+    for i, (label, panel) in enumerate(panels):
+        strip.paste(panel, (i * (width + gap), 0))
+        draw.text((i * (width + gap) + 2, height + 3), label, fill="black")
+    if legend:
+        ramp = signed_map(torch.linspace(-1, 1, 160)[None].expand(8, -1))
+        top = height + caption + 4
+        strip.paste(ramp, (2, top))
+        draw.text((168, top - 2), "darker  <-  no change  ->  brighter", fill="black")
+    return strip

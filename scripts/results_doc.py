@@ -1,0 +1,161 @@
+"""Write ``docs/results.md`` from the result files under ``assets/`` (nothing typed by hand).
+
+    python -m scripts.results_doc            # rewrite docs/results.md
+    python -m scripts.results_doc --check    # exit 1 if docs/results.md is not up to date
+
+Each table comes with the command that made its file; the conclusions are computed from the
+paired intervals, so the prose cannot drift from the numbers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from recourse.benchmark import BenchmarkResult
+from recourse.paths import assets_dir, project_root
+from recourse.render.benchmark import PAIRED_REFERENCES, markdown_table, paired_table
+
+DOC = project_root() / "docs" / "results.md"
+ACCURACY = ("eval-classifier-test.json", "eval-oracle-test.json", "eval-classifier-aligned.json")
+ACCURACY_COMMANDS = (
+    "python -m recourse evaluate --data ../shared/data/celeba-hq-64 --split test --json assets/results/eval-classifier-test.json",
+    "python -m recourse evaluate --data ../shared/data/celeba-hq-64 --split test --model oracle --json assets/results/eval-oracle-test.json",
+    "python -m recourse evaluate --data ../shared/data/celeba-aligned-dev --split all --no-cache --json assets/results/eval-classifier-aligned.json",
+)
+QUALITY = (("test", "counterfactual-quality-test.json"), ("val", "counterfactual-quality-val.json"))
+BENCHMARKS = (("default margin (3)", "benchmark.json"), ("margin 0", "benchmark-margin0.json"))
+METRIC_NAMES = {"vd": ("VD", "lower", 1), "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
+
+
+def _load(name: str) -> dict | None:
+    path = assets_dir() / "results" / name
+    if not path.is_file():
+        path = assets_dir() / name
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def accuracy_section() -> list[str]:
+    reports = [r for r in map(_load, ACCURACY) if r is not None]
+    if not reports:
+        return ["## Classifier accuracy", "", "_No evaluation files in assets/results/ yet._", ""]
+    lines = ["## Classifier accuracy", "", "Per-attribute accuracy (%), made by", "", "```bash",
+             *ACCURACY_COMMANDS, "```", ""]
+    baselines = {}
+    for report in reports:
+        baselines.setdefault((report["layout"], report["split"], report["n_images"]), report)
+    headers = [f"{r['model']}: {r['layout']} {r['split']}" for r in reports]
+    headers += [f"majority: {layout} {split}" for layout, split, _ in baselines]
+    lines += ["| attribute | " + " | ".join(headers) + " |", "|---|" + "---:|" * len(headers)]
+    for attribute in reports[0]["per_attribute"]:
+        values = [f"{r['per_attribute'][attribute]:.2f}" for r in reports]
+        values += [f"{b['majority_baseline_per_attribute'][attribute]:.2f}" for b in baselines.values()]
+        lines.append(f"| {attribute} | " + " | ".join(values) + " |")
+    means = [f"**{r['mean_accuracy']:.2f}**" for r in reports] + [f"{b['majority_baseline_mean']:.2f}"
+                                                                   for b in baselines.values()]
+    lines.append("| **mean** | " + " | ".join(means) + " |")
+    lines.append("| images | " + " | ".join(str(r["n_images"]) for r in reports) + " |" + " |" * len(baselines))
+    return lines + [""]
+
+
+def _rate(value) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def quality_section() -> list[str]:
+    lines = ["## Counterfactual quality", "",
+             "Guided by the full-precision classifier, judged by the oracle (definitions in `docs/metrics.md`; "
+             "FD is on the oracle's penultimate features, *not* FID).", ""]
+    for split, name in QUALITY:
+        report = _load(name)
+        if report is None:
+            lines += [f"_No {split} evaluation in assets/results/ yet._", ""]
+            continue
+        lines += [f"### {split} split, {report['n']} images ({report['seconds']:.0f} s)", "", "```bash",
+                  report["command"].replace(f"out/cf-quality{'-val' if split == 'val' else ''}.json",
+                                            f"assets/results/{name}"), "```", "",
+                  "| attribute | FR % | oracle FR % | oracle FR % (to 1 / to 0) | MNAC | proximity | oracle-feature FD "
+                  "| median s / CF | tasks to 1 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+        for r in report["attributes"]:
+            lines.append(f"| {r['attribute']} | {r['flip_rate']:.1f} | {r['oracle_flip_rate']:.1f} "
+                         f"| {_rate(r['oracle_flip_rate_to_1'])} / {_rate(r['oracle_flip_rate_to_0'])} | {r['mnac']:.2f} "
+                         f"| {r['proximity']:.4f} | {r['oracle_fd']:.2f} | {r['median_seconds']:.3f} "
+                         f"| {r['to_target_1']} / {r['n']} |")
+        lines.append("")
+    return lines
+
+
+def conclusions(result: BenchmarkResult, reference: str) -> list[str]:
+    """One line per method: which paired differences with ``reference`` exclude zero."""
+    lines = []
+    for row in result.rows:
+        versus = row.paired.get(reference)
+        if not versus:
+            continue
+        better, worse = [], []
+        for metric, (name, good, digits) in METRIC_NAMES.items():
+            difference, low, high = versus[metric]
+            if low is None or high is None:
+                continue
+            text = f"{name} {difference:+.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+            if low > 0 or high < 0:
+                improves = (difference < 0) == (good == "lower")
+                (better if improves else worse).append(text)
+        parts = []
+        if better:
+            parts.append("better on " + ", ".join(better))
+        if worse:
+            parts.append("worse on " + ", ".join(worse))
+        lines.append(f"- `{row.method}` against `{reference}`: "
+                     + ("; ".join(parts) if parts else "no difference whose 95% interval excludes zero") + ".")
+    return lines
+
+
+def benchmark_section() -> list[str]:
+    lines = ["## Benchmark", "",
+             "Every variant against the full-precision classifier (VD = Validity Drop; definitions in "
+             "`docs/metrics.md`). The app's Benchmark tab reads the same files.", ""]
+    for title, name in BENCHMARKS:
+        record = _load(name)
+        if record is None:
+            lines += [f"_No {title} benchmark in assets/ yet._", ""]
+            continue
+        result = BenchmarkResult.from_dict(record)
+        lines += [f"### {title}", "", f"`{result.command}` ({result.date}, {result.seconds:.0f} s, N = {result.n} "
+                  f"tasks, attributes {', '.join(result.attributes)}; `assets/{name.replace('.json', '.md')}` "
+                  "adds intervals and per-attribute values)", "", markdown_table(list(result.rows)), ""]
+        for reference in PAIRED_REFERENCES:
+            if any(reference in row.paired for row in result.rows):
+                lines += [f"Paired with `{reference}` on the same tasks (95% bootstrap intervals over tasks):", "",
+                          paired_table(list(result.rows), reference), "", *conclusions(result, reference), ""]
+    return lines
+
+
+def render() -> str:
+    lines = ["# Results", "",
+             "_Generated by `python -m scripts.results_doc` from the files under `assets/`; do not edit by hand. "
+             "`tests/test_results_doc.py` fails when this page and the files disagree._", "",
+             *accuracy_section(), *quality_section(), *benchmark_section()]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--check", action="store_true", help="only check that docs/results.md is up to date")
+    args = parser.parse_args(argv)
+    text = render()
+    if args.check:
+        if not DOC.is_file() or DOC.read_text() != text:
+            print(f"{DOC.relative_to(project_root())} is out of date: run python -m scripts.results_doc", file=sys.stderr)
+            return 1
+        return 0
+    DOC.parent.mkdir(parents=True, exist_ok=True)
+    DOC.write_text(text)
+    print(f"wrote {DOC.relative_to(project_root())}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
