@@ -106,7 +106,7 @@ def variant_choices() -> list[tuple[str, str]]:
 
 def framed_tensor(pixels: np.ndarray) -> torch.Tensor:
     """``uint8 (H, W, 3)`` → ``(3, H, W)`` in [0, 1]."""
-    return torch.from_numpy(np.ascontiguousarray(pixels)).permute(2, 0, 1).float().div(255.0).contiguous()
+    return torch.from_numpy(np.array(pixels, dtype=np.uint8)).permute(2, 0, 1).float().div(255.0).contiguous()
 
 
 def chosen_image(upload: str | None, selected: np.ndarray | None):

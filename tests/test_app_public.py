@@ -1,0 +1,172 @@
+"""The app as a public Space: the failure scan never touches a server path, errors say
+nothing of the server, exports survive concurrent audits, and a ranked face reopens in the
+audit exactly as it was ranked. Through the real server where a stranger would come in."""
+
+import os
+import threading
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+import torch
+
+from scripts.app_screenshot import start_app
+
+ROOT = Path(__file__).resolve().parents[1]
+GALLERY = "gallery faces"
+
+
+@pytest.fixture(scope="module")
+def public_client(tmp_path_factory):
+    from gradio_client import Client
+
+    log = tmp_path_factory.mktemp("app") / "app.log"
+    before = os.environ.get("RECOURSE_PUBLIC")
+    os.environ["RECOURSE_PUBLIC"] = "1"
+    try:
+        with start_app(log=log) as url:
+            yield Client(url, verbose=False)
+    finally:
+        if before is None:
+            os.environ.pop("RECOURSE_PUBLIC")
+        else:
+            os.environ["RECOURSE_PUBLIC"] = before
+
+
+def scan(client, source, folder="", count=2, variant="ptq-int4", attribute="Smiling", margin=0.0):
+    # inputs: source, folder, listed root, split, count, photos, variant, attribute, steps, guidance, seed, margin
+    return client.predict(source, folder, None, "test", count, None, variant, attribute, 20, 40, 0, margin,
+                          api_name="/find_failures")
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_a_public_app_never_reads_a_server_folder(public_client):
+    from gradio_client.exceptions import AppError
+
+    messages = []
+    for folder in (str(Path.home()), str(Path.home() / "no-such-folder"), str(ROOT.parent / "shared" / "data")):
+        with pytest.raises(AppError) as refused:
+            scan(public_client, "server folder", folder)
+        messages.append(str(refused.value))
+    # the same answer whether the folder exists or not, and no path in it
+    assert len(set(messages)) == 1, messages
+    assert str(Path.home()) not in messages[0] and "shared" not in messages[0]
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_a_public_app_ranks_the_gallery(public_client):
+    rows, thumbnails, status = scan(public_client, GALLERY, count=2)
+    assert len(rows["data"]) == 2 == len(thumbnails)
+    assert "ptq-int4" in status and "Smiling" in status and "margin 0" in status
+
+
+@pytest.mark.requires("committed_variants")
+def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduces_its_row():
+    import app
+    from recourse.audit import AuditSettings, audit_image, minimal_recourse
+
+    class Selection:
+        index = (0, 1)
+
+    rows, _, found, _ = list(app.find_failures(GALLERY, "", None, "test", 2, None, "cf-ptq", "Young", 20, 40, 0, 0.0,
+                                               progress=lambda *a, **k: None))[-1]
+    pixels, upload, _, variant, attribute, target, _ = app.select_failure(found, Selection())
+    assert (variant, attribute, upload) == ("cf-ptq", "Young", None)
+    assert target == next(iter(app.TARGETS))  # flip the full-precision decision, as the scan did
+    result = audit_image(app.framed_tensor(pixels), variant, attribute, None, AuditSettings(minimal_recourse()))
+    first = rows[0]
+    assert result.recourse.teacher_valid == first[4] and result.recourse.student_accepts_teacher == first[5]
+    assert result.recourse.student_valid == first[6]
+    if first[7] != "undefined":
+        assert round(result.recourse.crg, 3) == first[7] and round(result.recourse.dirsim, 3) == first[8]
+
+
+def test_exports_survive_concurrent_audits_and_old_ones_are_pruned(tmp_path, monkeypatch):
+    import app
+
+    monkeypatch.setattr(app, "EXPORTS", tmp_path / "exports")
+    old = tmp_path / "exports" / "audit-old"
+    old.mkdir(parents=True)
+    stale = time.time() - 2 * app.EXPORT_LIFETIME_S
+    os.utime(old, (stale, stale))
+    errors = []
+
+    def export_many():
+        for _ in range(20):
+            try:
+                with app._EXPORT_LOCK:
+                    app._prune_exports()
+                    app.EXPORTS.mkdir(parents=True, exist_ok=True)
+                    folder = Path(app.tempfile.mkdtemp(prefix="audit-", dir=app.EXPORTS))
+                (folder / "a.json").write_text("{}")
+                os.utime(folder, (stale, stale))  # every export is immediately old: maximal pruning
+            except Exception as error:  # noqa: BLE001 — any failure is the bug under test
+                errors.append(error)
+
+    threads = [threading.Thread(target=export_many) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert not old.exists()
+
+
+def test_error_messages_do_not_show_server_paths():
+    import app
+
+    message = app._public(FileNotFoundError(f"{Path.cwd() / 'checkpoints' / 'x'}: not found in {Path.home()}"))
+    assert str(Path.cwd()) not in message and str(Path.home()) not in message
+
+
+def test_clearing_empties_every_result_output():
+    import app
+
+    assert app.clear_results() == [None] * len(app.RESULT_OUTPUTS)
+    assert app.evidence in app.RESULT_OUTPUTS and app.cards in app.RESULT_OUTPUTS and app.verdict in app.RESULT_OUTPUTS
+
+
+def test_settings_refuse_non_finite_and_out_of_range_values():
+    import gradio as gr
+
+    import app
+
+    for steps, guidance, seed, margin in ((20, float("nan"), 0, 0), (20, 40, 0, float("inf")), (20, 40, 0, -1)):
+        with pytest.raises(gr.Error):
+            app.settings_from(steps, guidance, seed, margin)
+    assert app.settings_from(20, 40, 0, 0.5).counterfactual.margin == 0.5
+
+
+@pytest.mark.requires("committed_variants")
+def test_the_api_names_its_outputs_and_offers_a_face_as_the_example():
+    import json
+
+    import app
+
+    info = app.demo.get_api_info()
+    assert "value_" not in json.dumps(info)
+    example = info["named_endpoints"]["/audit"]["parameters"][0]["example_input"]
+    assert "grace-hopper.jpg" in json.dumps(example)
+    assert not str(example).startswith(str(ROOT))  # no server path on the API page
+
+
+@pytest.mark.requires("committed_variants")
+def test_display_pictures_draw_the_edit_on_the_photos_own_crop():
+    import app
+    from recourse.audit import audit_image
+    from recourse.render.pictures import display_pictures
+
+    result = audit_image(app.EXAMPLE_PHOTO, "ptq-int8", "Smiling")
+    assert result.predictions.display is not None and result.predictions.display.shape == (3, 256, 256)
+    pictures = display_pictures(result)
+    assert pictures["teacher_counterfactual"].size == (256, 256)
+    # the photo's own 256 px crop plus the upsampled edit, not the 64 px image enlarged
+    base = np.asarray(pictures["aligned"], dtype=np.float32) / 255
+    drawn = np.asarray(pictures["teacher_counterfactual"], dtype=np.float32) / 255
+    upsampled = torch.nn.functional.interpolate((result.teacher_counterfactual - result.predictions.aligned)[None],
+                                                size=256, mode="bilinear", align_corners=False)[0]
+    expected = np.clip(base + upsampled.permute(1, 2, 0).numpy(), 0, 1)
+    assert np.abs(drawn - expected).max() <= 1.5 / 255
