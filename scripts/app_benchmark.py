@@ -27,6 +27,7 @@ from PIL import Image
 
 from recourse.audit import audit_image
 from recourse.models import VARIANTS
+from recourse.paths import assets_dir
 from scripts.app_screenshot import ROOT, app_process
 
 GALLERY = ROOT / "assets" / "gallery"
@@ -35,9 +36,7 @@ LOAD_ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
 
 
 def photo() -> Path:
-    import matplotlib
-
-    return Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
+    return assets_dir() / "examples" / "grace-hopper.jpg"  # public domain, shipped with matplotlib
 
 
 def rss_mib(pid: int) -> float:
@@ -70,7 +69,8 @@ def through_client(url: str, variant: str, repeats: int) -> None:
     first, last = [], []
     for i in range(repeats + 1):
         started = time.perf_counter()
-        job = client.submit(handle_file(str(photo())), variant, "Smiling", FLIP, 20, 40.0, 0, api_name="/audit")
+        job = client.submit(handle_file(str(photo())), variant, "Smiling", FLIP, 20, 40.0, 0, 0.0,
+                            api_name="/audit")
         arrivals = []
         for _ in job:  # one item per yield of the event; the iterator polls every millisecond
             arrivals.append(time.perf_counter() - started)
@@ -103,7 +103,7 @@ def load(url: str, pid: int, variant: str, clients: int, seconds: float) -> None
             started = time.perf_counter()
             try:
                 values = next(o for o in client.predict(handle_file(str(photo())), variant, attribute, FLIP, 20, 40.0,
-                                                        request, api_name="/audit")
+                                                        request, 0.0, api_name="/audit")
                               if isinstance(o, dict) and "recourse" in o)
                 assert values["attribute"] == attribute
                 with lock:

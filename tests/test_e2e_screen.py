@@ -1,0 +1,62 @@
+"""The audit screen in headless Chromium: the evidence is on the first screen at 1280×800, the
+page fits a 390 px phone, and an error clears the earlier results."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS, audit_gallery_face, start_app
+
+pytestmark = [pytest.mark.requires("chromium", "playwright", "committed_variants"), pytest.mark.slow]
+EVIDENCE = ("#verdict", "#aligned img", "#teacher-cf img", "#student-cf img", "#evidence table", "#run-audit")
+
+
+@pytest.fixture(scope="module")
+def browser_and_url():
+    from playwright.sync_api import sync_playwright
+
+    with start_app() as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield browser, url
+        browser.close()
+
+
+def test_the_evidence_is_on_the_first_screen_at_1280_by_800(browser_and_url):
+    browser, url = browser_and_url
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    audit_gallery_face(page, url)
+    page.evaluate("window.scrollTo(0, 0)")
+    for selector in EVIDENCE:
+        box = page.locator(selector).first.bounding_box()
+        assert box is not None and box["y"] + box["height"] <= 800, (selector, box)
+    page.close()
+
+
+def test_the_page_fits_a_phone(browser_and_url):
+    browser, url = browser_and_url
+    page = browser.new_page(viewport={"width": 390, "height": 844})
+    audit_gallery_face(page, url)
+    assert page.evaluate("document.documentElement.scrollWidth") <= 390
+    tops = [page.locator(f"{selector} img").bounding_box()["y"] for selector in ("#aligned", "#teacher-cf", "#student-cf")]
+    assert max(tops) - min(tops) < 5  # the face and both recourses side by side, not stacked
+    assert page.evaluate("document.documentElement.scrollHeight") < 4000
+    page.close()
+
+
+def test_an_error_clears_the_earlier_results(browser_and_url, tmp_path):
+    browser, url = browser_and_url
+    page = browser.new_page(viewport={"width": 1280, "height": 800})
+    audit_gallery_face(page, url)
+    assert page.locator("#value-cards .value-card").count() == 7
+    tiny = tmp_path / "tiny.png"
+    Image.fromarray(np.zeros((10, 10, 3), np.uint8)).save(tiny)
+    page.locator("#upload input[type=file]").set_input_files(str(tiny))
+    page.wait_for_timeout(1000)
+    page.locator("#run-audit").click()
+    page.get_by_text("too small").first.wait_for(timeout=60_000)
+    page.wait_for_timeout(500)
+    assert page.locator("#value-cards .value-card").count() == 0
+    assert page.locator("#teacher-cf img").count() == 0
+    page.close()
