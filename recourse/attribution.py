@@ -22,6 +22,8 @@ import torch
 from captum.attr import IntegratedGradients, Occlusion
 from torch import nn
 
+from recourse.validation import check_float, check_int
+
 Method = Literal["integrated-gradients", "occlusion"]
 
 
@@ -40,13 +42,12 @@ class AttributionConfig:
     top_fraction: float = 0.1  # share of pixels compared by the IoU
 
     def __post_init__(self) -> None:
-        if self.ig_steps < 2:
-            raise ValueError(f"ig_steps must be >= 2, got {self.ig_steps}")
-        if self.occlusion_window < 1 or not 1 <= self.occlusion_stride <= self.occlusion_window:
-            raise ValueError("need occlusion_window >= 1 and 1 <= occlusion_stride <= occlusion_window, got "
-                             f"{self.occlusion_window}, {self.occlusion_stride}")
-        if not 0.0 < self.top_fraction <= 1.0:
-            raise ValueError(f"top_fraction must be in (0, 1], got {self.top_fraction}")
+        check_int("ig_steps", self.ig_steps, 2, 512)  # one batch of this many images
+        check_float("ig_baseline", self.ig_baseline, 0.0, 1.0)  # an image value
+        check_int("occlusion_window", self.occlusion_window, 1, 256)
+        check_int("occlusion_stride", self.occlusion_stride, 1, self.occlusion_window)  # no pixel left out
+        check_float("occlusion_baseline", self.occlusion_baseline, 0.0, 1.0)
+        check_float("top_fraction", self.top_fraction, 0.0, 1.0, low_open=True)
 
 
 @dataclass(frozen=True)

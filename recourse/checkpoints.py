@@ -9,10 +9,13 @@ from pathlib import Path
 from typing import Any
 
 import torch
+from safetensors import SafetensorError
 from safetensors.torch import load_file, save_file
 from torch import nn
 
 from recourse.classifier import AttributeClassifier, ClassifierConfig
+from recourse.data import ATTRIBUTES
+from recourse.paths import shown
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
@@ -32,15 +35,38 @@ def write_checkpoint(module: nn.Module, directory: str | os.PathLike, config: di
     return directory
 
 
+def read_weights(path: str | os.PathLike) -> dict[str, torch.Tensor]:
+    """The tensors of a safetensors file, or CheckpointError if it is missing, truncated or
+    not safetensors at all. Floating tensors must be finite: a NaN weight would make every
+    prediction NaN without a word."""
+    path = Path(path)
+    if not path.is_file():
+        raise CheckpointError(f"{shown(path)}: weights not found")
+    try:
+        state = load_file(str(path))
+    except (SafetensorError, OSError, ValueError) as error:
+        raise CheckpointError(f"{shown(path)}: not a readable safetensors file ({error})") from None
+    broken = [name for name, tensor in state.items()
+              if tensor.is_floating_point() and not bool(tensor.isfinite().all())]
+    if broken:
+        raise CheckpointError(f"{shown(path)}: tensor {broken[0]} holds NaN or infinite values")
+    return state
+
+
 def load_weights(module: nn.Module, directory: str | os.PathLike) -> None:
     """Load ``model.safetensors`` of ``directory`` into ``module``, or raise CheckpointError."""
     weights = Path(directory) / WEIGHTS_FILE
-    if not weights.is_file():
-        raise CheckpointError(f"{weights}: weights not found")
+    state = read_weights(weights)
     try:
-        module.load_state_dict(load_file(str(weights)))
+        module.load_state_dict(state)
     except RuntimeError as error:
-        raise CheckpointError(f"{weights}: does not match {CONFIG_FILE} ({error})") from None
+        raise CheckpointError(f"{shown(weights)}: does not match {CONFIG_FILE} ({_first_line(error)})") from None
+
+
+def _first_line(error: Exception) -> str:
+    """The gist of a library's message: its first line, without the tracebacks some append."""
+    text = str(error).strip().splitlines()
+    return text[0] if text else type(error).__name__
 
 
 def save_classifier(model: AttributeClassifier, directory: str | os.PathLike, metadata: dict[str, Any]) -> Path:
@@ -49,22 +75,43 @@ def save_classifier(model: AttributeClassifier, directory: str | os.PathLike, me
 
 
 def read_config(directory: str | os.PathLike) -> dict[str, Any]:
+    """A checkpoint's ``config.json`` as a dict, or CheckpointError."""
     path = Path(directory) / CONFIG_FILE
     if not path.is_file():
-        raise CheckpointError(f"{path}: checkpoint config not found")
+        raise CheckpointError(f"{shown(path)}: checkpoint config not found")
     try:
-        return json.loads(path.read_text())
-    except json.JSONDecodeError as error:
-        raise CheckpointError(f"{path}: not valid JSON ({error})") from None
+        config = json.loads(path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError) as error:
+        raise CheckpointError(f"{shown(path)}: not valid JSON ({error})") from None
+    if not isinstance(config, dict):
+        raise CheckpointError(f"{shown(path)}: not valid JSON for a checkpoint (expected an object of fields)")
+    return config
+
+
+def classifier_config(record: Any, where: Path) -> ClassifierConfig:
+    """The architecture recorded in a config (``where`` names it in messages), checked: the
+    40 CelebA attribute names in CelebA's order, or the logits would be read as the wrong
+    attributes without a word."""
+    if not isinstance(record, dict):
+        raise CheckpointError(f"{shown(where)}: the classifier's architecture is missing")
+    try:
+        config = ClassifierConfig.from_dict(record)
+    except (TypeError, ValueError) as error:
+        raise CheckpointError(f"{shown(where)}: not a valid classifier architecture ({_first_line(error)})") from None
+    if config.attributes != ATTRIBUTES:
+        raise CheckpointError(f"{shown(where)}: its attribute names are not the 40 CelebA attributes in CelebA's "
+                              "order (a model trained on other labels, or a tampered config)")
+    return config
 
 
 def load_classifier(directory: str | os.PathLike) -> AttributeClassifier:
-    """Load a classifier in eval mode from a folder written by :func:`save_classifier`."""
+    """Load a classifier in eval mode from a folder written by :func:`save_classifier`, or
+    raise CheckpointError saying what is wrong with it."""
     directory = Path(directory)
     config = read_config(directory)
     if config.get("architecture") != "AttributeClassifier":
-        raise CheckpointError(f"{directory / CONFIG_FILE}: unknown architecture {config.get('architecture')!r}")
-    model = AttributeClassifier(ClassifierConfig.from_dict(config))
+        raise CheckpointError(f"{shown(directory / CONFIG_FILE)}: unknown architecture {config.get('architecture')!r}")
+    model = AttributeClassifier(classifier_config(config, directory / CONFIG_FILE))
     load_weights(model, directory)
     return model.eval()
 

@@ -14,6 +14,7 @@ import torch
 from torch import nn
 
 from recourse.data import ATTRIBUTES
+from recourse.validation import check_float, check_int
 
 
 @dataclass(frozen=True)
@@ -29,14 +30,25 @@ class ClassifierConfig:
     attributes: tuple[str, ...] = field(default=ATTRIBUTES)
 
     def __post_init__(self) -> None:
-        if not self.widths or any(w <= 0 for w in self.widths):
-            raise ValueError(f"widths must be positive, got {self.widths}")
+        # bounded: a config read from a checkpoint must not be able to ask for a huge network
+        if not isinstance(self.widths, tuple) or not 1 <= len(self.widths) <= 8:
+            raise ValueError(f"widths must be 1 to 8 stage widths, got {self.widths!r}")
+        for width in self.widths:
+            check_int("a width", width, 1, 4096)
         if self.activation not in ("relu", "silu"):
             raise ValueError(f"activation must be 'relu' or 'silu', got {self.activation!r}")
-        if not 0.0 <= self.dropout < 1.0:
+        check_float("dropout", self.dropout, 0.0, 1.0)
+        if self.dropout == 1.0:
             raise ValueError(f"dropout must be in [0, 1), got {self.dropout}")
-        if len(self.attributes) != 40:
-            raise ValueError(f"expected 40 attribute names, got {len(self.attributes)}")
+        check_int("resolution", self.resolution, 8, 1024)
+        for name, values, low in (("mean", self.mean, 0.0), ("std", self.std, 1e-6)):
+            if not isinstance(values, tuple) or len(values) != 3:
+                raise ValueError(f"{name} must be 3 numbers, one per colour channel, got {values!r}")
+            for value in values:
+                check_float(f"a {name} value", value, low, 10.0)
+        if not isinstance(self.attributes, tuple) or len(self.attributes) != 40 or \
+                not all(isinstance(a, str) for a in self.attributes):
+            raise ValueError("attributes must be a tuple of 40 attribute names")
 
     def to_dict(self) -> dict:
         return asdict(self)

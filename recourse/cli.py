@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import shlex
 import sys
 import time
@@ -12,12 +13,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
+from PIL import Image
 
 from recourse import __version__
 from recourse.checkpoints import CheckpointError, file_digest, load_classifier, read_config, update_config
 from recourse.compression import METHODS
 from recourse.data import DEFAULT_ATTRIBUTES, SPLITS, DatasetError, LabelledImages, detect_layout, load_framed_split
-from recourse.paths import DEFAULT_CACHE, checkpoints_dir, generator_dir, oracle_dir, shown, teacher_dir, variants_dir
+from recourse.paths import (
+    DEFAULT_CACHE, checkpoints_dir, generator_dir, oracle_dir, shown, teacher_dir, variants_dir, writable_file,
+    writable_folder,
+)
 from recourse.progress import progress_bar, stage_bars
 
 MODEL_DIRS = {"classifier": teacher_dir, "oracle": oracle_dir}
@@ -35,6 +40,38 @@ def _write_json(path: str | None, report: dict) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(report, indent=2) + "\n")
+
+
+def finite_float(text: str) -> float:
+    """An argparse type: a finite number (``float`` alone accepts ``nan`` and ``inf``)."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not math.isfinite(value):
+        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
+    return value
+
+
+# commands whose --out is one file (the others write a folder there)
+_FILE_OUTPUTS = ("counterfactual",)
+
+
+def check_outputs(args: argparse.Namespace) -> None:
+    """Every output of a command can be written, or a ValueError: checked before any data or
+    model is loaded, so that a bad path fails at once rather than after the work."""
+    if getattr(args, "json", None):
+        writable_file(args.json)
+    if getattr(args, "out", None):
+        if args.command in _FILE_OUTPUTS:
+            extension = Path(args.out).suffix.lower()
+            if Image.registered_extensions().get(extension) not in Image.SAVE:
+                raise ValueError(f"cannot write {args.out}: give a picture file name such as cf.png")
+            writable_file(args.out)
+        else:
+            writable_folder(args.out)
+    if getattr(args, "cache_dir", None) and not getattr(args, "no_cache", True):
+        writable_folder(args.cache_dir)
 
 
 def _model_dir(args: argparse.Namespace, given: str | None, preset: str = "classifier") -> Path:
@@ -253,9 +290,9 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--generator", default=str(generator_dir()),
                          help="generator folder, or a diffusers pipeline folder or hub id")
         sub.add_argument("--steps", type=int, help="DDIM steps over the whole schedule")
-        sub.add_argument("--noise-level", type=float, help="fraction of the schedule to noise to (0-1]")
-        sub.add_argument("--guidance-scale", type=float)
-        sub.add_argument("--margin", type=float,
+        sub.add_argument("--noise-level", type=finite_float, help="fraction of the schedule to noise to (0-1]")
+        sub.add_argument("--guidance-scale", type=finite_float)
+        sub.add_argument("--margin", type=finite_float,
                          help="guide until the target logit is this far past the decision boundary (default 3)")
         sub.add_argument("--seed", type=int)
 
@@ -281,9 +318,11 @@ def build_parser() -> argparse.ArgumentParser:
     add_data_options(quantize)
     quantize.add_argument("--method", required=True, choices=METHODS)
     add_generation_options(quantize)  # for the recourse points of the counterfactual-aware methods
-    quantize.add_argument("--sparsity", type=float, help="prune-quant: share of weights set to zero (default 0.3)")
+    quantize.add_argument("--sparsity", type=finite_float,
+                          help="prune-quant: share of weights set to zero (default 0.3)")
     quantize.add_argument("--fine-tuning-steps", type=int, help="QAT methods: fine-tuning steps (default 300)")
-    quantize.add_argument("--budget", type=float, help="mixed-precision methods: mean bits per weight (default 4.0)")
+    quantize.add_argument("--budget", type=finite_float,
+                          help="mixed-precision methods: mean bits per weight (default 4.0)")
     quantize.add_argument("--recourse-points", type=int, default=512,
                           help="cf-ptq, cfq-qat: training images to make the teacher's recourse points from")
     quantize.add_argument("--checkpoint", help="full-precision classifier (default checkpoints/classifier)")
@@ -342,7 +381,7 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--attribute", required=True, help="one of the 40 CelebA attribute names, e.g. Smiling")
     audit.add_argument("--target", type=int, choices=(0, 1), help="default: flip the classifier's decision")
     audit.add_argument("--steps", type=int, help="DDIM steps over the whole schedule")
-    audit.add_argument("--guidance-scale", type=float)
+    audit.add_argument("--guidance-scale", type=finite_float)
     audit.add_argument("--seed", type=int)
     audit.add_argument("--json", help="write the whole audit here")
     audit.set_defaults(run=command_audit)
@@ -354,6 +393,7 @@ def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     args.argv = argv
     try:
+        check_outputs(args)
         return args.run(args)
     except (DatasetError, CheckpointError, ValueError) as error:
         print(f"error: {error}", file=sys.stderr)

@@ -75,6 +75,10 @@ class DatasetError(ValueError):
     """A dataset file is missing or malformed; the message names the file and line."""
 
 
+class UnreadableImageError(DatasetError):
+    """An image file that exists but cannot be decoded (loaders of photo folders skip it)."""
+
+
 @dataclass(frozen=True)
 class Annotations:
     """Parsed attribute file: ``labels[i]`` (40 values in {0, 1}) belongs to ``filenames[i]``."""
@@ -90,7 +94,8 @@ class LabelledImages:
     images: np.ndarray  # (N, 3, H, W) uint8
     labels: np.ndarray  # (N, 40) uint8 in {0, 1}
     filenames: tuple[str, ...]
-    framing: str = ""  # how original CelebA photos were framed ("" for CelebA-HQ)
+    framing: str = ""  # how original CelebA photos were framed, and which were skipped ("" for CelebA-HQ)
+    skipped: tuple[str, ...] = ()  # photos of the split that could not be decoded or framed (not in filenames)
 
     def __len__(self) -> int:
         return len(self.filenames)
@@ -216,8 +221,8 @@ def open_rgb(path: Path) -> Image.Image:
     try:
         with Image.open(path) as image:
             return image.convert("RGB")
-    except OSError as error:
-        raise DatasetError(f"{path}: cannot be read as an image ({error})") from None
+    except (OSError, SyntaxError, ValueError, Image.DecompressionBombError) as error:
+        raise UnreadableImageError(f"{path}: cannot be read as an image ({error})") from None
 
 
 def resize_square(image: Image.Image, resolution: int) -> np.ndarray:
@@ -229,6 +234,9 @@ def resize_square(image: Image.Image, resolution: int) -> np.ndarray:
 
 Framer = Callable[[Image.Image, int], np.ndarray]
 
+_CACHE_FORMAT = "images-v2"  # what the cache file holds; a new format never reads an old file
+_SKIPPED_SHOWN = 5  # skipped photos named in the note (all are in LabelledImages.skipped)
+
 
 def load_split(
     root: str | os.PathLike,
@@ -237,40 +245,153 @@ def load_split(
     cache_dir: str | os.PathLike | None = None,
     framer: Framer | None = None,
     progress: Callable[[int, int], None] | None = None,
+    skip: tuple[type[Exception], ...] = (),
 ) -> LabelledImages:
     """Decode one split to ``uint8 (N, 3, H, W)``.
 
     ``framer(image, resolution)`` turns a photo into the training framing; CelebA-HQ
     images already have it, so by default they are only resized. Original CelebA photos
-    need ``recourse.faces.CelebAFramer()`` (the CLI passes it).
+    need ``recourse.faces.CelebAFramer()`` (:func:`load_framed_split` passes it). A photo
+    whose decoding or framing raises one of ``skip`` is left out and named in ``skipped``
+    (and in ``framing``); any other error stops the load. A framer's ``summary()``, if it
+    has one, starts the ``framing`` note.
+
+    The cache file is keyed by the annotation files' content, the split's file names, the
+    framer and ``skip``; it holds the image files' sizes and times and a checksum of its
+    images. One that does not match (or whose image files changed since) is recomputed with
+    a :class:`recourse.caches.CacheWarning`.
     """
     root = Path(root)
     annotations = select_split(root, split)
     if not annotations.filenames:
         raise DatasetError(f"{root}: split {split!r} is empty")
     framer = framer or resize_square
-    cache_path = None
-    if cache_dir is not None:
-        key = hashlib.sha1(
-            f"{root.resolve()}|{split}|{resolution}|{getattr(framer, 'cache_key', getattr(framer, '__name__', ''))}|"
-            f"{len(annotations.filenames)}".encode()
-        ).hexdigest()[:16]
-        cache_path = Path(cache_dir) / f"{split}-{resolution}-{key}.npz"
-        if cache_path.is_file():
-            with np.load(cache_path) as cached:
-                return LabelledImages(cached["images"], annotations.labels, annotations.filenames)
     directory = image_dir(root)
+    cache_path = key = None
+    if cache_dir is not None:
+        key = _cache_key(root, split, resolution, framer, skip, annotations.filenames)
+        cache_path = Path(cache_dir) / f"{split}-{resolution}-{key[:16]}.npz"
+        cached = _read_cache(cache_path, key, annotations, directory, resolution)
+        if cached is not None:
+            return cached
+    stats = _file_stats(directory, annotations.filenames)  # before decoding: a later change is seen
     images = np.empty((len(annotations.filenames), 3, resolution, resolution), np.uint8)
+    kept: list[int] = []
+    skipped: list[tuple[str, str]] = []
     for i, name in enumerate(annotations.filenames):
-        images[i] = framer(open_rgb(directory / name), resolution)
+        try:
+            images[len(kept)] = framer(open_rgb(directory / name), resolution)
+            kept.append(i)
+        except skip as error:  # the reason without the folder: users see the note
+            path = str(directory / name)
+            skipped.append((name, str(error).removeprefix(f"{path}: ").replace(f"'{path}'", name).replace(path, name)))
         if progress is not None:
             progress(i + 1, len(images))
+    if not kept:
+        name, reason = skipped[0]
+        raise DatasetError(f"{root}: none of the {len(skipped)} photos of split {split!r} could be used "
+                           f"(the first, {name}: {reason})")
+    summary = getattr(framer, "summary", None)
+    note = "; ".join(part for part in (summary() if summary else "", _skipped_note(skipped, len(images))) if part)
+    result = _subset(annotations, images[:len(kept)], np.asarray(kept, np.int64), note,
+                     tuple(name for name, _ in skipped))
     if cache_path is not None:
-        cache_path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = cache_path.with_suffix(".tmp.npz")
-        np.savez(temporary, images=images)
-        temporary.replace(cache_path)
-    return LabelledImages(images, annotations.labels, annotations.filenames)
+        _write_cache(cache_path, key, result, np.asarray(kept, np.int64), stats)
+    return result
+
+
+def _subset(annotations: Annotations, images: np.ndarray, kept: np.ndarray, note: str,
+            skipped: tuple[str, ...]) -> LabelledImages:
+    return LabelledImages(images, annotations.labels[kept], tuple(annotations.filenames[i] for i in kept), note, skipped)
+
+
+def _skipped_note(skipped: list[tuple[str, str]], total: int) -> str:
+    if not skipped:
+        return ""
+    shown = ", ".join(f"{name} ({reason})" for name, reason in skipped[:_SKIPPED_SHOWN])
+    more = f" and {len(skipped) - _SKIPPED_SHOWN} more" if len(skipped) > _SKIPPED_SHOWN else ""
+    return f"skipped {len(skipped)} of {total} photos that could not be decoded or framed: {shown}{more}"
+
+
+def _file_digest(path: Path) -> str:
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "absent"
+
+
+def _cache_key(root: Path, split: str, resolution: int, framer: Framer, skip: tuple[type[Exception], ...],
+               names: tuple[str, ...]) -> str:
+    """What a decoded split depends on besides its image files (checked one by one on
+    reading): the annotation and partition files' content, the split's file names, the
+    framer and which errors skip a photo."""
+    digest = hashlib.sha256()
+    framer_name = getattr(framer, "cache_key", getattr(framer, "__name__", type(framer).__name__))
+    digest.update(f"{_CACHE_FORMAT}|{split}|{resolution}|{framer_name}|"
+                  f"{sorted(e.__name__ for e in skip)}|".encode())
+    for name in (HQ_ANNOTATIONS, CELEBA_ANNOTATIONS, CELEBA_PARTITION):
+        digest.update(f"{name}:{_file_digest(root / name)}|".encode())
+    digest.update("\n".join(names).encode())
+    return digest.hexdigest()
+
+
+def _file_stats(directory: Path, names: tuple[str, ...]) -> np.ndarray:
+    """``(N, 2)`` int64: each image file's size and modification time in ns, -1 if absent."""
+    stats = np.full((len(names), 2), -1, np.int64)
+    for i, name in enumerate(names):
+        try:
+            stat = (directory / name).stat()
+            stats[i] = (stat.st_size, stat.st_mtime_ns)
+        except OSError:
+            pass
+    return stats
+
+
+def _write_cache(path: Path, key: str, split: LabelledImages, kept: np.ndarray, stats: np.ndarray) -> None:
+    from recourse.caches import arrays_digest
+
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp.npz")
+    np.savez(temporary, images=split.images, kept=kept, stats=stats, key=np.array(key), count=np.array(len(kept)),
+             sha256=np.array(arrays_digest({"images": split.images, "kept": kept, "stats": stats})),
+             note=np.array(split.framing), skipped=np.array(split.skipped, dtype=str))
+    temporary.replace(path)
+
+
+def _read_cache(path: Path, key: str, annotations: Annotations, directory: Path,
+                resolution: int) -> LabelledImages | None:
+    """The cached split, or None (with a CacheWarning if the file exists but does not match).
+
+    An image file changed since the cache was written (size or time) makes it stale; one
+    deleted since does not: the cache holds what it was."""
+    import zipfile
+
+    from recourse.caches import CacheMismatch, arrays_digest, check_fields, discard
+
+    if not path.is_file():
+        return None
+    names = annotations.filenames
+    try:
+        try:
+            with np.load(path, allow_pickle=False) as cached:
+                stored = {name: cached[name] for name in
+                          ("images", "kept", "stats", "key", "count", "sha256", "note", "skipped")}
+        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
+            raise CacheMismatch(f"unreadable or an older format: {error}") from None
+        images, kept, stats = stored["images"], stored["kept"], stored["stats"]
+        check_fields({"key": str(stored["key"]), "count": int(stored["count"])}, {"key": key, "count": len(images)})
+        if images.dtype != np.uint8 or images.shape[1:] != (3, resolution, resolution) or \
+                kept.shape != (len(images),) or kept.dtype != np.int64 or stats.shape != (len(names), 2) or \
+                (len(kept) and (kept.min() < 0 or kept.max() >= len(names) or bool((np.diff(kept) <= 0).any()))):
+            raise CacheMismatch("its arrays do not fit this split")
+        if arrays_digest({"images": images, "kept": kept, "stats": stats}) != str(stored["sha256"]):
+            raise CacheMismatch("its content does not match its checksum")
+        now = _file_stats(directory, names)
+        changed = (now[:, 0] >= 0) & (now != stats).any(axis=1)
+        if changed.any():
+            raise CacheMismatch(f"{int(changed.sum())} image files changed since it was written, "
+                                f"the first {names[int(changed.argmax())]}")
+    except CacheMismatch as error:
+        discard(path, str(error))
+        return None
+    return _subset(annotations, images, kept, str(stored["note"]), tuple(str(n) for n in stored["skipped"]))
 
 
 def load_framed_split(
@@ -282,18 +403,15 @@ def load_framed_split(
 ) -> LabelledImages:
     """A split framed like the training images whatever the layout: CelebA-HQ images are
     resized, original CelebA photos aligned to the CelebA-HQ framing (``framing`` says how
-    many by detection and how many by the Align&Cropped layout's fixed crop)."""
+    many by detection and how many by the Align&Cropped layout's fixed crop). An original
+    photo that cannot be decoded or framed is skipped and named (``skipped``): one photo of
+    a mirror must not stop a whole evaluation."""
     if detect_layout(root) != "celeba":
         return load_split(root, split, resolution, cache_dir, None, progress)
-    from recourse.faces import CelebAFramer
+    from recourse.faces import CelebAFramer, FaceAlignmentError
 
-    framer = CelebAFramer()
-    images = load_split(root, split, resolution, cache_dir, framer, progress)
-    if not (framer.detected or framer.fallbacks):  # read from the cache
-        return images
-    note = (f"aligned {framer.detected} photos by face detection; {framer.fallbacks} without a detected face "
-            "took the Align&Cropped layout's fixed crop")
-    return LabelledImages(images.images, images.labels, images.filenames, note)
+    return load_split(root, split, resolution, cache_dir, CelebAFramer(), progress,
+                      skip=(FaceAlignmentError, UnreadableImageError))
 
 
 def majority_baseline(labels: np.ndarray, train_labels: np.ndarray | None = None) -> np.ndarray:

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
-from PIL import Image, ImageOps
+from PIL import Image
 
 # Where the Haar box sits in a CelebA-HQ frame (fractions of the frame side), medians over
 # 386 training images (python -m scripts.calibrate_framing).
@@ -28,10 +28,17 @@ HQ_BOX_WIDTH = 0.656
 CELEBA_ALIGNED_SIZE = (178, 218)
 CELEBA_ALIGNED_HQ_CROP = (8.7, 35.7, 168.3, 195.7)
 
-MAX_UPLOAD_BYTES = 30 * 1024 * 1024
-MAX_PIXELS = 64_000_000  # refuse decompression bombs before decoding
+# Limits sized to a face photo, checked before anything is decoded (the app reuses them).
+# A 40 MP phone photo is a large JPEG of 10-20 MB; a small file that decodes to far more
+# pixels (a 124 KB 16-bit PNG of 64 MP) is refused from its header alone.
+MAX_UPLOAD_BYTES = 20 * 1024 * 1024
+MAX_PIXELS = 40_000_000
+# Photos are worked on at most this size a side: detection runs at DETECT_MAX_SIDE and the
+# crop is scaled to 64 px (256 for a hub generator), so more pixels only cost memory.
+WORK_MAX_SIDE = 2048
 DETECT_MAX_SIDE = 640  # detection runs on a downscaled copy of large photos
 MIN_SIDE = 32
+_BAND_ROWS = 256  # rows of a large photo converted at a time (bounded memory for any mode)
 
 
 class FaceAlignmentError(ValueError):
@@ -57,22 +64,47 @@ class AlignedFace:
                 "faces_found": self.faces_found, "message": self.message}
 
 
+@dataclass(frozen=True)
+class _Photo:
+    """An upright 8-bit RGB photo at working size, and how much larger the original is."""
+
+    image: Image.Image
+    scale: tuple[float, float]  # original pixels per working pixel, (x, y)
+
+
 def load_photo(source: str | os.PathLike | bytes | Image.Image) -> Image.Image:
-    """Open a photo as upright 8-bit RGB, whatever its mode, EXIF orientation or bit depth."""
-    image = source if isinstance(source, Image.Image) else _decode(_read_bytes(source), _name(source))
-    _check_pixels(image)
-    return to_rgb(ImageOps.exif_transpose(image))
+    """Open a photo as upright 8-bit RGB, whatever its mode, EXIF orientation or bit depth.
+
+    Photos larger than ``WORK_MAX_SIDE`` a side come back reduced to it (see ``_open``)."""
+    return _open(source).image
+
+
+def _open(source: str | os.PathLike | bytes | Image.Image) -> _Photo:
+    if isinstance(source, Image.Image):
+        image = source
+        _check_pixels(image)
+    else:
+        image = _decode(_read_bytes(source), _name(source))
+    orientation = image.getexif().get(0x0112, 1) if hasattr(image, "getexif") else 1
+    size = image.size
+    rgb = _working_rgb(image)
+    del image  # the decoded original is not needed any more (the caller may still hold it)
+    rgb = _upright(rgb, orientation)
+    if orientation in (5, 6, 7, 8):  # a quarter turn swaps the original's axes
+        size = size[::-1]
+    return _Photo(rgb, (size[0] / rgb.width, size[1] / rgb.height))
 
 
 def _name(source: str | os.PathLike | bytes) -> str:
-    return str(source) if isinstance(source, (str, os.PathLike)) else "upload"
+    # only the file name: a message must not show where the server keeps uploads
+    return Path(source).name if isinstance(source, (str, os.PathLike)) else "upload"
 
 
 def _read_bytes(source: str | os.PathLike | bytes) -> bytes:
     if isinstance(source, (str, os.PathLike)):
         path = Path(source)
         if not path.is_file():
-            raise FaceAlignmentError(f"{path}: no such file")
+            raise FaceAlignmentError(f"{path.name}: no such file")
         size = path.stat().st_size
     else:
         size = len(source)
@@ -92,6 +124,10 @@ def _decode(data: bytes, name: str) -> Image.Image:
     try:
         image = Image.open(io.BytesIO(data))
         _check_pixels(image)  # the header gives the size; nothing is decoded yet
+        if image.format == "JPEG" and max(image.size) > WORK_MAX_SIDE:
+            # decode at 1/2, 1/4 or 1/8 straight from the DCT: never holds the full size
+            factor = max(image.size) / WORK_MAX_SIDE
+            image.draft(None, (math.ceil(image.width / factor), math.ceil(image.height / factor)))
         with warnings.catch_warnings():
             warnings.simplefilter("error", Image.DecompressionBombWarning)
             image.load()
@@ -103,16 +139,60 @@ def _decode(data: bytes, name: str) -> Image.Image:
         raise FaceAlignmentError(f"{name}: not a readable image ({reason})") from None
 
 
+def _working_rgb(image: Image.Image) -> Image.Image:
+    """8-bit RGB at most ``WORK_MAX_SIDE`` a side. A larger photo is converted and reduced
+    (box filter) band by band, so that memory beyond the decoded photo stays a few MB
+    whatever its mode: converting a whole 16-bit or RGBA photo first costs several times
+    its size."""
+    factor = math.ceil(max(image.size) / WORK_MAX_SIDE)
+    if factor <= 1:
+        return to_rgb(image)
+    levels = _levels(image)
+    reduced = Image.new("RGB", (math.ceil(image.width / factor), math.ceil(image.height / factor)))
+    rows = factor * max(1, _BAND_ROWS // factor)  # whole reduction boxes per band
+    for top in range(0, image.height, rows):
+        band = image.crop((0, top, image.width, min(image.height, top + rows)))
+        reduced.paste(_to_rgb(band, levels).reduce(factor), (0, top // factor))
+    return reduced
+
+
+_TRANSPOSES = {2: Image.Transpose.FLIP_LEFT_RIGHT, 3: Image.Transpose.ROTATE_180, 4: Image.Transpose.FLIP_TOP_BOTTOM,
+               5: Image.Transpose.TRANSPOSE, 6: Image.Transpose.ROTATE_270, 7: Image.Transpose.TRANSVERSE,
+               8: Image.Transpose.ROTATE_90}
+
+
+def _upright(image: Image.Image, orientation: int) -> Image.Image:
+    """Apply an EXIF orientation (after reduction, so that the copy it makes is small)."""
+    return image.transpose(_TRANSPOSES[orientation]) if orientation in _TRANSPOSES else image
+
+
+_WIDE_MODES = ("I;16", "I;16B", "I;16L", "I;16N", "I", "F")
+
+
+def _levels(image: Image.Image) -> float:
+    """The white level of a 16-bit, 32-bit or float photo, from the whole photo (so that
+    every band of it is scaled alike); 255 for 8-bit modes."""
+    if image.mode not in _WIDE_MODES:
+        return 255.0
+    high = image.getextrema()[1]  # computed in C, no copy of the pixels
+    if image.mode == "F":
+        return 1.0 if high <= 1 else 255.0
+    return 65535.0 if high > 255 else 255.0
+
+
 def to_rgb(image: Image.Image) -> Image.Image:
     """8-bit RGB from any PIL mode; transparency is composited on white."""
-    if image.mode in ("I;16", "I;16B", "I;16L", "I"):
+    return _to_rgb(image, _levels(image))
+
+
+def _to_rgb(image: Image.Image, levels: float) -> Image.Image:
+    if image.mode in _WIDE_MODES:
+        # in place, on a working-size photo or one band of a larger one: bounded memory
         array = np.asarray(image, dtype=np.float64)
-        high = 65535.0 if array.max() > 255 else 255.0
-        image = Image.fromarray(np.clip(array / high * 255.0, 0, 255).astype(np.uint8), "L")
-    elif image.mode == "F":
-        array = np.asarray(image, dtype=np.float64)
-        image = Image.fromarray(np.clip(array * (255.0 if array.max() <= 1 else 1.0), 0, 255).astype(np.uint8), "L")
-    if image.mode == "P":
+        array /= levels
+        array *= 255.0
+        image = Image.fromarray(np.clip(array, 0, 255, out=array).astype(np.uint8), "L")
+    if image.mode in ("P", "PA"):
         image = image.convert("RGBA")
     if image.mode in ("RGBA", "LA", "PA"):
         background = Image.new("RGBA", image.size, (255, 255, 255, 255))
@@ -188,7 +268,8 @@ def align_face(source: str | os.PathLike | bytes | Image.Image, resolution: int 
     Raises :class:`NoFaceError` when no face is found and :class:`FaceAlignmentError`
     for unreadable, huge or tiny images.
     """
-    image = load_photo(source)
+    photo = _open(source)
+    image = photo.image
     if min(image.size) < MIN_SIDE:
         raise FaceAlignmentError(f"image of {image.width}×{image.height} pixels is too small; need at least {MIN_SIDE} px a side")
     faces = detect_faces(image)
@@ -196,17 +277,40 @@ def align_face(source: str | os.PathLike | bytes | Image.Image, resolution: int 
         raise NoFaceError("no face found in the photo; use a frontal, well-lit face")
     crop = hq_crop_from_face_box(faces[0])
     message = "one face found" if len(faces) == 1 else f"{len(faces)} faces found; the largest was used"
-    return AlignedFace(crop_square(image, crop, resolution), faces[0], crop, len(faces), message)
+    # boxes are reported in the original photo's pixels, whatever size it was worked on
+    sx, sy = photo.scale
+    x, y, w, h = faces[0]
+    face_box = (round(x * sx), round(y * sy), round(w * sx), round(h * sy))
+    crop_box = (crop[0] * sx, crop[1] * sy, crop[2] * sx, crop[3] * sy)
+    return AlignedFace(crop_square(image, crop, resolution), face_box, crop_box, len(faces), message)
+
+
+ALIGNED_ASPECT_TOLERANCE = 0.03  # relative; a resized copy of a 178×218 photo is well within
+
+
+def aligned_layout_crop(size: tuple[int, int]) -> tuple[float, float, float, float] | None:
+    """The Align&Cropped layout's fixed CelebA-HQ crop for a photo of ``size``: the 178×218
+    crop scaled to the photo when it has that layout's aspect ratio (many mirrors ship the
+    aligned photos downscaled), else None."""
+    width, height = size
+    base_width, base_height = CELEBA_ALIGNED_SIZE
+    if abs((width / height) / (base_width / base_height) - 1) > ALIGNED_ASPECT_TOLERANCE:
+        return None
+    sx, sy = width / base_width, height / base_height
+    left, top, right, bottom = CELEBA_ALIGNED_HQ_CROP
+    return (left * sx, top * sy, right * sx, bottom * sy)
 
 
 class CelebAFramer:
     """Frames original CelebA photos like CelebA-HQ for dataset loading.
 
     Uses the detector; where it finds no face in an Align&Cropped photo (whose framing is
-    fixed by the dataset), it uses that layout's fixed crop and counts the fallback.
+    fixed by the dataset, at any size with its aspect ratio), it uses that layout's fixed
+    crop and counts the fallback. Other photos without a face raise :class:`NoFaceError`
+    (dataset loaders skip and name them).
     """
 
-    cache_key = "celeba-haar-v1"
+    cache_key = "celeba-haar-v2"  # v2: the fixed crop scales with the photo
 
     def __init__(self) -> None:
         self.detected = 0
@@ -218,7 +322,13 @@ class CelebAFramer:
             self.detected += 1
             return aligned.image
         except NoFaceError:
-            if image.size != CELEBA_ALIGNED_SIZE:
+            crop = aligned_layout_crop(image.size)
+            if crop is None:
                 raise
             self.fallbacks += 1
-            return crop_square(image, CELEBA_ALIGNED_HQ_CROP, resolution)
+            return crop_square(image, crop, resolution)
+
+    def summary(self) -> str:
+        """What the framing did, for the user."""
+        return (f"aligned {self.detected} photos by face detection; {self.fallbacks} without a detected face "
+                "took the Align&Cropped layout's fixed crop")

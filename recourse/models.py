@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import functools
+import logging
 
 from torch import nn
 
@@ -28,11 +29,21 @@ def variant_is_built(variant: str) -> bool:
     return (variants_dir() / variant / CONFIG_FILE).is_file()
 
 
-@functools.lru_cache(maxsize=len(VARIANTS))
+def _check_variant(variant: object) -> None:
+    # before any cache lookup: a list from a request would raise "unhashable type" there
+    if not isinstance(variant, str) or variant not in VARIANTS:
+        shown_value = repr(variant) if len(repr(variant)) <= 40 else repr(variant)[:37] + "..."
+        raise ValueError(f"unknown variant {shown_value}; expected one of {', '.join(VARIANTS)}")
+
+
 def load_committed_variant(variant: str) -> QuantizedModel:
     """``checkpoints/variants/<variant>/`` as a :class:`QuantizedModel`."""
-    if variant not in VARIANTS:
-        raise ValueError(f"unknown variant {variant!r}; expected one of {', '.join(VARIANTS)}")
+    _check_variant(variant)
+    return _load_committed_variant(variant)
+
+
+@functools.lru_cache(maxsize=len(VARIANTS))
+def _load_committed_variant(variant: str) -> QuantizedModel:
     directory = variants_dir() / variant
     if not variant_is_built(variant):
         raise VariantNotFoundError(
@@ -44,3 +55,34 @@ def load_committed_variant(variant: str) -> QuantizedModel:
 def load_student(variant: str) -> Student:
     """The committed variant as the recourse comparison sees it (twin and decider)."""
     return Student.from_variant(variant, load_committed_variant(variant))
+
+
+def variant_status(variant: str) -> str | None:
+    """``None`` when the committed variant loads; otherwise why not, for a list of variants
+    that keeps working when one of them is broken: ``"not built yet"`` or ``"does not load:
+    <why>"`` (never a path outside the project, never a traceback)."""
+    _check_variant(variant)
+    return _variant_status(variant)
+
+
+@functools.lru_cache(maxsize=len(VARIANTS))
+def _variant_status(variant: str) -> str | None:  # cached: a broken checkpoint is read once
+    if not variant_is_built(variant):
+        return "not built yet"
+    try:
+        load_student(variant)
+    except CheckpointError as error:
+        return f"does not load: {error}"
+    except Exception:  # a failure nobody foresaw: the details go to the server's log only
+        logging.getLogger(__name__).exception("variant %s does not load", variant)
+        return "does not load: unexpected error (see the server's log)"
+    return None
+
+
+def _clear_loaded_variants() -> None:
+    _load_committed_variant.cache_clear()
+    _variant_status.cache_clear()
+
+
+# what a test that swaps the project's home calls to reload (the statuses go with the models)
+load_committed_variant.cache_clear = _clear_loaded_variants

@@ -60,4 +60,33 @@ def shown(path: Path) -> str:
         return path.name
 
 
+def writable_file(path: str | os.PathLike) -> Path:
+    """``path`` if a file can be written there (its folder exists or can be made, and is
+    writable), else a ValueError saying why: checked before a long run, not after it."""
+    path = Path(path)
+    if path.is_dir():
+        raise ValueError(f"cannot write {path}: it is a folder; give a file name")
+    _check_creatable(path.parent, path)
+    return path
+
+
+def writable_folder(path: str | os.PathLike) -> Path:
+    """``path`` if it is, or can be made, a writable folder, else a ValueError saying why."""
+    path = Path(path)
+    if path.exists() and not path.is_dir():
+        raise ValueError(f"cannot write into {path}: it is a file, not a folder")
+    _check_creatable(path, path)
+    return path
+
+
+def _check_creatable(folder: Path, target: Path) -> None:
+    existing = folder
+    while not existing.exists() and existing != existing.parent:  # the nearest folder that exists
+        existing = existing.parent
+    if not existing.is_dir():
+        raise ValueError(f"cannot write {target}: {existing} is a file, not a folder")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise ValueError(f"cannot write {target}: {existing} is not writable")
+
+
 DEFAULT_CACHE = Path(".cache")  # decoded images and resumable state, under the working directory

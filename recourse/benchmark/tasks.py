@@ -16,12 +16,13 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
+from recourse.caches import CacheMismatch, check_fields, discard, json_digest, read_tensors, write_tensors
 from recourse.data import DEFAULT_ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import CounterfactualConfig, FaceGenerator, generate
 from recourse.paired import RecourseColumns, Student, flip_targets, student_recourse
+from recourse.validation import check_int
 
 FP32 = "fp32"
 
@@ -37,13 +38,19 @@ class BenchmarkSettings:
     latency_repeats: int = 15
 
     def __post_init__(self) -> None:
-        if self.n < 1 or self.chunk_size < 1 or self.latency_repeats < 1:
-            raise ValueError(f"n, chunk_size and latency_repeats must be >= 1, got {self.n}, "
-                             f"{self.chunk_size}, {self.latency_repeats}")
-        if not self.attributes:
-            raise ValueError("at least one attribute is needed")
+        check_int("n", self.n, 1, 1_000_000)  # CelebA has 202,599 photos
+        check_int("chunk_size", self.chunk_size, 1, 10_000)
+        check_int("latency_repeats", self.latency_repeats, 1, 10_000)
+        if not isinstance(self.attributes, tuple) or not self.attributes:
+            raise ValueError(f"attributes must be a non-empty tuple of names, got {self.attributes!r}")
         for attribute in self.attributes:
+            if not isinstance(attribute, str):
+                raise ValueError(f"attribute names must be strings, got {attribute!r}")
             attribute_index(attribute)
+        if len(set(self.attributes)) != len(self.attributes):
+            raise ValueError(f"attributes must not repeat, got {', '.join(self.attributes)}")
+        if not isinstance(self.counterfactual, CounterfactualConfig):
+            raise ValueError(f"counterfactual must be a CounterfactualConfig, got {type(self.counterfactual).__name__}")
 
     def fingerprint(self, inputs: dict[str, str]) -> str:
         """Identifies what a cached part was computed with (these settings and ``inputs``)."""
@@ -106,12 +113,11 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
         stop = min(start + settings.chunk_size, n)
         x = to_float_images(images[start:stop])
         path = cache_dir / f"{FP32}-{start:06d}-{fingerprints[FP32]}.safetensors"
-        if path.is_file():
-            fp32 = load_file(str(path))
-        else:
+        fields = {"tasks": stop - start, "first_task": start, "fingerprint": fingerprints[FP32]}
+        fp32 = _cached_teacher_part(path, fields, tuple(x.shape))
+        if fp32 is None:
             fp32 = teacher_part(x, start, teacher, settings, generator)
-            save_file(fp32, str(path.with_suffix(".tmp")))
-            path.with_suffix(".tmp").replace(path)
+            write_tensors(path, fp32, fields)
         chunk = [{"task": start + k, "attribute": a, "target": int(fp32["target"][k]),
                   "teacher_valid": bool(fp32["valid"][k]), "teacher_cost": float(fp32["cost"][k]),
                   "students": {}}
@@ -119,11 +125,12 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
         chunk.sort(key=lambda r: r["task"])
         for method, student in students.items():
             path = cache_dir / f"{method}-{start:06d}-{fingerprints[method]}.json"
-            if path.is_file():
-                part = json.loads(path.read_text())
-            else:
+            fields = {"method": method, "tasks": stop - start, "first_task": start,
+                      "fingerprint": fingerprints[method]}
+            part = _cached_student_part(path, fields)
+            if part is None:
                 part = student_part(x, start, fp32, student, settings, generator)
-                path.with_suffix(".tmp").write_text(json.dumps(part))
+                path.with_suffix(".tmp").write_text(json.dumps({**fields, "sha256": json_digest(part), "records": part}))
                 path.with_suffix(".tmp").replace(path)
             for record, values in zip(chunk, part):
                 record["students"][method] = values
@@ -131,6 +138,51 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
         if progress:
             progress(done + 1, len(starts))
     return records
+
+
+# Cached parts are checked before use: a part whose key, task count or checksum does not
+# match (edited, truncated, copied from another run, an older format) is recomputed.
+_TEACHER_KEYS = {"counterfactuals", "target", "valid", "cost"}
+_STUDENT_TYPES = {"accepts_teacher": bool, "valid": bool, "cost": float, "cosine": float}
+
+
+def _cached_teacher_part(path: Path, fields: dict, shape: tuple[int, ...]) -> dict[str, torch.Tensor] | None:
+    if not path.is_file():
+        return None
+    try:
+        part, _ = read_tensors(path, fields)
+        if set(part) != _TEACHER_KEYS or tuple(part["counterfactuals"].shape) != shape or \
+                any(tuple(part[k].shape) != shape[:1] for k in _TEACHER_KEYS - {"counterfactuals"}):
+            raise CacheMismatch("its tensors are not a teacher part of this chunk")
+        return part
+    except CacheMismatch as error:
+        discard(path, str(error))
+        return None
+
+
+def _cached_student_part(path: Path, fields: dict) -> list[dict] | None:
+    if not path.is_file():
+        return None
+    try:
+        try:
+            stored = json.loads(path.read_text())
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise CacheMismatch(f"unreadable: {error}") from None
+        if not isinstance(stored, dict):
+            raise CacheMismatch("not a checked part (an older format)")
+        check_fields(stored, fields)
+        records = stored.get("records")
+        if not isinstance(records, list) or json_digest(records) != stored.get("sha256"):
+            raise CacheMismatch("its content does not match its checksum")
+        if len(records) != fields["tasks"] or not all(
+                isinstance(r, dict) and set(r) == set(_STUDENT_TYPES)
+                and all(type(r[k]) is t or (t is float and type(r[k]) is int) for k, t in _STUDENT_TYPES.items())
+                for r in records):
+            raise CacheMismatch("its records are not a student part of this chunk")
+        return records
+    except CacheMismatch as error:
+        discard(path, str(error))
+        return None
 
 
 def record_columns(records: list[dict], method: str) -> RecourseColumns:

@@ -10,6 +10,10 @@ from dataclasses import dataclass
 from typing import ClassVar
 
 from recourse.compression.fakequant import BIT_CHOICES
+from recourse.validation import check_float, check_int
+
+MAX_IMAGES = 1_000_000  # calibration, search and sensitivity images (CelebA has 202,599)
+MAX_WEIGHT = 10_000.0  # weights of loss terms
 
 
 @dataclass(frozen=True)
@@ -22,8 +26,7 @@ class CompressionConfig:
     needs_recourse_points: ClassVar[bool] = False
 
     def __post_init__(self) -> None:
-        if self.calibration_images < 1:
-            raise ValueError(f"calibration_images must be >= 1, got {self.calibration_images}")
+        check_int("calibration_images", self.calibration_images, 1, MAX_IMAGES)
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,8 @@ class PruneQuantConfig(CompressionConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not 0.0 <= self.sparsity < 1.0:
+        check_float("sparsity", self.sparsity, 0.0, 1.0)
+        if self.sparsity == 1.0:
             raise ValueError(f"sparsity must be in [0, 1), got {self.sparsity}")
 
 
@@ -75,10 +79,12 @@ class CFPTQConfig(CompressionConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if not self.clip_grid or any(not 0 < c <= 1 for c in self.clip_grid):
-            raise ValueError(f"clip_grid values must be in (0, 1], got {self.clip_grid}")
-        if self.recourse_weight < 0 or self.search_images < 1:
-            raise ValueError("recourse_weight must be >= 0 and search_images >= 1")
+        if not isinstance(self.clip_grid, tuple) or not 1 <= len(self.clip_grid) <= 100:
+            raise ValueError(f"clip_grid must be a tuple of 1 to 100 ratios, got {self.clip_grid!r}")
+        for ratio in self.clip_grid:
+            check_float("a clip_grid value", ratio, 0.0, 1.0, low_open=True)
+        check_float("recourse_weight", self.recourse_weight, 0.0, MAX_WEIGHT)
+        check_int("search_images", self.search_images, 1, MAX_IMAGES)
 
 
 @dataclass(frozen=True)
@@ -91,9 +97,10 @@ class QATConfig(CompressionConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if self.steps < 0 or self.batch_size < 1 or self.learning_rate <= 0:
-            raise ValueError(f"steps must be >= 0, batch_size >= 1, learning_rate > 0; got "
-                             f"{self.steps}, {self.batch_size}, {self.learning_rate}")
+        check_int("steps", self.steps, 0, 1_000_000)
+        check_int("batch_size", self.batch_size, 1, 4096)
+        check_float("learning_rate", self.learning_rate, 0.0, 1.0, low_open=True)
+        check_int("seed", self.seed, 0, 2**32 - 1)
 
 
 @dataclass(frozen=True)
@@ -104,10 +111,11 @@ class MixedPrecisionConfig(QATConfig):
 
     def __post_init__(self) -> None:
         super().__post_init__()
-        if any(b not in BIT_CHOICES for b in self.bit_choices):
-            raise ValueError(f"bit_choices must be among {BIT_CHOICES}, got {self.bit_choices}")
-        if not min(self.bit_choices) <= self.budget <= 8:
-            raise ValueError(f"budget must be between {min(self.bit_choices)} and 8 bits, got {self.budget}")
+        if not isinstance(self.bit_choices, tuple) or not self.bit_choices or \
+                any(isinstance(b, bool) or b not in BIT_CHOICES for b in self.bit_choices):
+            raise ValueError(f"bit_choices must be among {BIT_CHOICES}, got {self.bit_choices!r}")
+        check_float("budget", self.budget, min(self.bit_choices), 8.0)
+        check_int("sensitivity_images", self.sensitivity_images, 1, MAX_IMAGES)
 
 
 @dataclass(frozen=True)
@@ -128,6 +136,11 @@ class CFQQATConfig(MixedPrecisionConfig):
     method: ClassVar[str] = "cfq-qat"
     needs_recourse_points: ClassVar[bool] = True
 
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_float("recourse_weight", self.recourse_weight, 0.0, MAX_WEIGHT)
+        check_int("recourse_batch_size", self.recourse_batch_size, 1, 4096)
+
 
 @dataclass(frozen=True)
 class KDQuantConfig(QATConfig):
@@ -137,3 +150,8 @@ class KDQuantConfig(QATConfig):
     distillation_weight: float = 0.5  # share of the loss on the teacher's soft decisions
     method: ClassVar[str] = "kd-quant"
     weight_bits: ClassVar[int] = 4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_float("temperature", self.temperature, 0.0, 100.0, low_open=True)
+        check_float("distillation_weight", self.distillation_weight, 0.0, 1.0)

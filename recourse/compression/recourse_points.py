@@ -12,9 +12,9 @@ from pathlib import Path
 from typing import Callable
 
 import torch
-from safetensors.torch import load_file, save_file
 from torch import nn
 
+from recourse.caches import CacheMismatch, check_fields, discard, read_tensors, write_tensors
 from recourse.data import DEFAULT_ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import CounterfactualConfig, FaceGenerator, generate
 
@@ -39,21 +39,39 @@ class RecoursePoints:
                               self.sources[:count], self.attempted, self.seconds)
 
     def save(self, path: str | os.PathLike) -> None:
+        """Write the points with their count, ``path``'s name as their key and a checksum."""
         path = Path(path)
         path.parent.mkdir(parents=True, exist_ok=True)
-        save_file({"images": self.images.contiguous(), "attributes": self.attributes, "targets": self.targets,
-                   "sources": self.sources},
-                  str(path), metadata={"attempted": str(self.attempted), "seconds": str(self.seconds)})
+        write_tensors(path, self._tensors(), {"key": path.name, "count": self.count, "attempted": self.attempted,
+                                              "seconds": self.seconds})
 
     @classmethod
     def load(cls, path: str | os.PathLike) -> "RecoursePoints":
-        from safetensors import safe_open
+        """Read points written by :meth:`save`, or raise CacheMismatch saying why they
+        cannot be trusted (unreadable, renamed, edited, or not a set of recourse points)."""
+        path = Path(path)
+        tensors, metadata = read_tensors(path, {"key": path.name})
+        if set(tensors) != {"images", "attributes", "targets", "sources"}:
+            raise CacheMismatch(f"holds {sorted(tensors)}, not recourse points")
+        images, attributes, targets, sources = (tensors[k] for k in ("images", "attributes", "targets", "sources"))
+        count = len(images)
+        check_fields(metadata, {"count": count})
+        try:
+            attempted, seconds = int(metadata["attempted"]), float(metadata["seconds"])
+        except (KeyError, ValueError):
+            raise CacheMismatch("its attempted count or time is missing") from None
+        if images.ndim != 4 or images.shape[1] != 3 or not images.is_floating_point() or \
+                any(t.shape != (count,) for t in (attributes, targets, sources)) or count > attempted or \
+                not bool(torch.isfinite(images).all()) or (count and (
+                    images.min() < 0 or images.max() > 1 or attributes.min() < 0 or attributes.max() >= 40 or
+                    not bool(((targets == 0) | (targets == 1)).all()) or sources.min() < 0
+                    or sources.max() >= attempted)):
+            raise CacheMismatch("its tensors are not valid recourse points")
+        return cls(images, attributes, targets, sources, attempted, seconds)
 
-        with safe_open(str(path), "pt") as handle:
-            metadata = handle.metadata()
-        tensors = load_file(str(path))
-        return cls(tensors["images"], tensors["attributes"], tensors["targets"], tensors["sources"],
-                   int(metadata["attempted"]), float(metadata["seconds"]))
+    def _tensors(self) -> dict[str, torch.Tensor]:
+        return {"images": self.images, "attributes": self.attributes, "targets": self.targets,
+                "sources": self.sources}
 
 
 def make_recourse_points(
@@ -97,10 +115,14 @@ def recourse_points_path(cache_dir: Path, teacher_digest: str, generator_digest:
 
 
 def cached_recourse_points(path: str | os.PathLike, make: Callable[[], RecoursePoints]) -> RecoursePoints:
-    """Load ``path`` if it exists; otherwise ``make()`` and save there (a JSON note beside)."""
+    """Load ``path`` if it exists and passes its checks; otherwise ``make()`` and save there
+    (a JSON note beside). A file that fails its checks is remade with a CacheWarning."""
     path = Path(path)
     if path.is_file():
-        return RecoursePoints.load(path)
+        try:
+            return RecoursePoints.load(path)
+        except CacheMismatch as error:
+            discard(path, str(error))
     points = make()
     points.save(path)
     path.with_suffix(".json").write_text(json.dumps(

@@ -28,6 +28,13 @@ from torch import nn
 from recourse.data import attribute_index, resize_images
 from recourse.generation.generators import FaceGenerator, default_generator
 from recourse.metrics import decisions, recourse_cost, validity
+from recourse.validation import check_float, check_int
+
+
+MAX_STEPS = 1000  # DDIM steps and finishing steps (the defaults are 20 and 60)
+MAX_WEIGHT = 10_000.0  # guidance scale and loss weights (the defaults are 5 to 40)
+MAX_MARGIN = 50.0  # logits; a sigmoid is 1 - 2e-22 there
+MAX_SEED = 2**32 - 1
 
 
 @dataclass(frozen=True)
@@ -45,13 +52,18 @@ class CounterfactualConfig:
     seed: int = 0
 
     def __post_init__(self) -> None:
-        if self.steps < 1:
-            raise ValueError(f"steps must be >= 1, got {self.steps}")
-        if not 0.0 < self.noise_level <= 1.0:
-            raise ValueError(f"noise_level must be in (0, 1], got {self.noise_level}")
-        if self.guidance_scale < 0 or self.proximity_weight < 0 or self.finish_steps < 0:
-            raise ValueError("guidance_scale, proximity_weight and finish_steps must be >= 0, got "
-                             f"{self.guidance_scale}, {self.proximity_weight}, {self.finish_steps}")
+        # Bounds far past any useful setting, so that a typo or a hostile request cannot buy
+        # minutes of useless steps; NaN is refused first (every comparison with it is false,
+        # so a range check alone lets it through).
+        check_int("steps", self.steps, 1, MAX_STEPS)
+        check_float("noise_level", self.noise_level, 0.0, 1.0, low_open=True)
+        check_float("guidance_scale", self.guidance_scale, 0.0, MAX_WEIGHT)
+        check_float("proximity_weight", self.proximity_weight, 0.0, MAX_WEIGHT)
+        check_int("finish_steps", self.finish_steps, 0, MAX_STEPS)
+        check_float("finish_learning_rate", self.finish_learning_rate, 0.0, 10.0)
+        check_float("margin", self.margin, 0.0, MAX_MARGIN)
+        check_float("preserve_weight", self.preserve_weight, 0.0, MAX_WEIGHT)
+        check_int("seed", self.seed, 0, MAX_SEED)
 
 
 @dataclass(frozen=True)
