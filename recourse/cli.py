@@ -147,12 +147,13 @@ def command_train_generator(args: argparse.Namespace) -> int:
     return 0
 
 
-def _counterfactual_config(args: argparse.Namespace):
+def _counterfactual_config(args: argparse.Namespace, base=None):
+    """The generation settings: ``base`` (default: ``CounterfactualConfig()``) with the options given."""
     from recourse.generation import CounterfactualConfig
 
     values = {k: getattr(args, k) for k in ("steps", "noise_level", "guidance_scale", "seed", "margin")
               if getattr(args, k, None) is not None}
-    return CounterfactualConfig(**values)
+    return replace(base if base is not None else CounterfactualConfig(), **values)
 
 
 def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
@@ -181,12 +182,13 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
 
 
 def command_counterfactual(args: argparse.Namespace) -> int:
-    from recourse.data import resize_square, to_float_images
+    from recourse.data import attribute_index, resize_square, to_float_images
     from recourse.faces import align_face, load_photo
     from recourse.generation import generate, load_generator
     from recourse.paired import flip_targets
     from recourse.render.pictures import side_by_side
 
+    attribute_index(args.attribute)  # an unknown attribute is refused before any photo is read
     config = _counterfactual_config(args)
     model = load_classifier(_model_dir(args, args.checkpoint))
     resolution = model.config.resolution
@@ -244,11 +246,11 @@ def command_quantize(args: argparse.Namespace) -> int:
 
 
 def command_audit(args: argparse.Namespace) -> int:
-    from recourse.audit import AuditSettings, audit_image
+    from recourse.audit import AuditSettings, audit_image, minimal_recourse
     from recourse.render.audit_html import audit_record
     from recourse.render.text import audit_line
 
-    settings = AuditSettings(counterfactual=_counterfactual_config(args))
+    settings = AuditSettings(counterfactual=_counterfactual_config(args, minimal_recourse()))
     result = audit_image(Path(args.image), args.variant, args.attribute, args.target, settings)
     _write_json(args.json, {"command": _command_line(args), "image": str(args.image), **audit_record(result)})
     print(audit_line(result))
@@ -382,6 +384,8 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--target", type=int, choices=(0, 1), help="default: flip the classifier's decision")
     audit.add_argument("--steps", type=int, help="DDIM steps over the whole schedule")
     audit.add_argument("--guidance-scale", type=finite_float)
+    audit.add_argument("--margin", type=finite_float,
+                       help="logits past the boundary each recourse is pushed (default 0: the minimal recourse)")
     audit.add_argument("--seed", type=int)
     audit.add_argument("--json", help="write the whole audit here")
     audit.set_defaults(run=command_audit)
