@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib.util
 import os
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Callable
 
 import numpy as np
@@ -79,17 +80,21 @@ def write_images(directory: Path, names: list[str], size: tuple[int, int], seed:
         Image.fromarray(pixels).save(directory / name, quality=95)
 
 
+def write_hq_folder(root: Path, ids: list[int], size: int = 16, seed: int = 0) -> np.ndarray:
+    """A CelebAMask-HQ layout of noise images with these ids; returns their labels."""
+    names = [f"{i}.jpg" for i in ids]
+    rows, labels = attribute_rows(names, seed)
+    write_images(root / "CelebA-HQ-img", names, (size, size), seed)
+    (root / "CelebAMask-HQ-attribute-anno.txt").write_text(
+        "\n".join([str(len(rows)), " ".join(ATTRIBUTES), *rows]) + "\n")
+    return labels
+
+
 @pytest.fixture
 def hq_folder(tmp_path: Path) -> tuple[Path, np.ndarray]:
     """A CelebAMask-HQ layout whose ids straddle the train/val/test boundaries."""
-    ids = [0, 1, 23999, 24000, 26999, 27000, 27001, 29999]
-    names = [f"{i}.jpg" for i in ids]
-    rows, labels = attribute_rows(names)
     root = tmp_path / "hq"
-    write_images(root / "CelebA-HQ-img", names, (16, 16))
-    (root / "CelebAMask-HQ-attribute-anno.txt").write_text(
-        "\n".join([str(len(rows)), " ".join(ATTRIBUTES), *rows]) + "\n")
-    return root, labels
+    return root, write_hq_folder(root, [0, 1, 23999, 24000, 26999, 27000, 27001, 29999])
 
 
 @pytest.fixture
@@ -156,13 +161,31 @@ def tiny_generator():
 
 class BrightnessModel(nn.Module):
     """Logit of every attribute = 20 · (mean brightness − 0.5): a known, smooth decision on
-    which all 40 attributes move together. ``embed`` gives the per-channel means."""
+    which all 40 attributes move together. ``embed`` gives the per-channel means; like a
+    classifier, it states its input resolution in ``config``."""
+
+    def __init__(self, resolution: int = 16) -> None:
+        super().__init__()
+        self.config = SimpleNamespace(resolution=resolution)
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return (20 * (images.mean(dim=(1, 2, 3)) - 0.5)).unsqueeze(1).expand(-1, 40)
 
     def embed(self, images: torch.Tensor) -> torch.Tensor:
         return images.mean(dim=(2, 3))
+
+
+class NegateOne(nn.Module):
+    """The teacher with one attribute's logit negated: a student that disagrees on exactly it."""
+
+    def __init__(self, teacher: nn.Module, index: int) -> None:
+        super().__init__()
+        self.teacher, self.index = teacher, index
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        logits = self.teacher(images).clone()
+        logits[:, self.index] = -logits[:, self.index]
+        return logits
 
 
 def tiny_classifier(widths: tuple[int, ...] = (4, 8), resolution: int = 16, seed: int = 0, gain: float = 1.0):

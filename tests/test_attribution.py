@@ -3,9 +3,9 @@ import torch
 from torch import nn
 
 from recourse.attribution import (
-    AttributionConfig, attribution_picture, compare_maps, integrated_gradients, occlusion, spearman_correlation,
-    top_fraction_iou,
+    AttributionConfig, compare_maps, integrated_gradients, occlusion, spearman_correlation, top_fraction_iou,
 )
+from recourse.render.pictures import attribution_picture
 
 
 class LinearModel(nn.Module):

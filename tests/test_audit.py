@@ -1,71 +1,65 @@
-import copy
+"""The per-image audit on tiny models passed in (``teacher=``, ``student=``, ``generator=``),
+its plain-words verdict, its JSON and HTML renderings, and the committed models."""
+
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 import torch
 from torch import nn
 
-import recourse.audit as audit
 from recourse.attribution import AttributionConfig
-from recourse.audit import AuditSettings, Models, audit_image, audit_steps, verdict
-from recourse.classifier import AttributeClassifier, ClassifierConfig
-from recourse.generation import CounterfactualConfig, LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
+from recourse.audit import AuditSettings, audit_image, audit_steps, verdict
 from recourse.data import ATTRIBUTES
-from recourse.metrics import ImageRecourse
+from recourse.generation import CounterfactualConfig
+from recourse.metrics import image_recourse
+from recourse.paired import Student
+from recourse.render.audit_html import CARDS, audit_record, report_html, value_cards
+from tests.conftest import COMMITTED, ROOT, BrightnessModel, NegateOne, still_generator, tiny_classifier
 
 SMILING = ATTRIBUTES.index("Smiling")
 TINY = AuditSettings(CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=5),
                      AttributionConfig(ig_steps=4, occlusion_window=4, occlusion_stride=4))
-
-
-class NegateOne(nn.Module):
-    """The teacher with one attribute's logit negated: a student that disagrees on exactly it."""
-
-    def __init__(self, teacher: nn.Module, index: int) -> None:
-        super().__init__()
-        self.teacher, self.index = teacher, index
-
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
-        logits = self.teacher(images).clone()
-        logits[:, self.index] = -logits[:, self.index]
-        return logits
+GALLERY_FACE = ROOT / "assets" / "gallery" / "grace-hopper.png"
 
 
 @pytest.fixture(scope="module")
-def tiny() -> tuple[AttributeClassifier, LatentFaceGenerator, torch.Tensor]:
-    torch.manual_seed(0)
-    teacher = AttributeClassifier(ClassifierConfig(widths=(4, 8), resolution=16, dropout=0.0)).eval()
-    faces = (np.random.default_rng(0).random((64, 3, 16, 16)) * 255).astype(np.uint8)
-    generator = LatentFaceGenerator(fit_pca_autoencoder(faces, latent_dim=8), LatentDenoiser(latent_dim=8, width=16, depth=1),
-                                    default_scheduler())
-    image = torch.rand(3, 16, 16, generator=torch.Generator().manual_seed(3))
-    return teacher, generator, image
+def teacher() -> nn.Module:
+    """A decision the tiny generator can flip for sure (brightness), so that every recourse
+    check below runs; a random tiny classifier barely moves within its 8-dimensional edits."""
+    return BrightnessModel()
 
 
-def test_same_model_as_student_gives_identical_recourse(tiny):
-    teacher, generator, image = tiny
-    models = Models(teacher, teacher, teacher, "ptq-int8")
-    result = audit_image(image, "ptq-int8", "Smiling", None, TINY, models, generator)
+@pytest.fixture(scope="module")
+def image() -> torch.Tensor:
+    return torch.rand(3, 16, 16, generator=torch.Generator().manual_seed(3)) * 0.6  # decided 0 on all 40
+
+
+def same_as(teacher: nn.Module, name: str = "ptq-int8") -> Student:
+    return Student(name, twin=teacher, decider=teacher)
+
+
+def test_the_teacher_as_its_own_student_gives_identical_recourse(teacher, image, tiny_generator):
+    result = audit_image(image, "ptq-int8", "Smiling", None, TINY, teacher, same_as(teacher), tiny_generator)
     # same seed and same guiding model: the same counterfactual
-    torch.testing.assert_close(result.teacher_counterfactual, result.student_counterfactual, rtol=0, atol=0)
+    assert torch.equal(result.teacher_counterfactual, result.student_counterfactual)
     torch.testing.assert_close(result.teacher_difference, result.teacher_counterfactual - image)
     assert result.predictions.diverging == ()
     teacher_decision = int(torch.sigmoid(teacher(image[None]))[0, SMILING] >= 0.5)
     assert result.predictions.target == 1 - teacher_decision
     r = result.recourse
-    assert r.teacher_valid == r.student_accepts_teacher == r.student_valid
-    if r.teacher_valid:
-        assert r.crg == pytest.approx(0.0) and r.dirsim == pytest.approx(100.0)
+    assert r.teacher_valid and r.student_accepts_teacher and r.student_valid  # the guidance succeeded
+    assert r.teacher_cost > 0 and r.student_cost == r.teacher_cost
+    assert r.crg == 0.0 and r.dirsim == pytest.approx(100.0)
+    assert "0% larger" in result.verdict and "100% similar" in result.verdict
     assert all(a.spearman == pytest.approx(1.0) and a.top_iou == 1.0 for a in result.attributions)
     assert [a.method for a in result.attributions] == ["integrated-gradients", "occlusion"]
 
 
-def test_a_student_disagreeing_on_one_attribute(tiny):
-    teacher, generator, image = tiny
+def test_a_student_disagreeing_on_one_attribute(teacher, image, tiny_generator):
     student = NegateOne(teacher, SMILING).eval()
-    result = audit_image(image, "ptq-int8", "Smiling", 1, TINY, Models(teacher, student, student, "ptq-int8"), generator)
+    result = audit_image(image, "ptq-int8", "Smiling", 1, TINY, teacher, Student("ptq-int8", student, student),
+                         tiny_generator)
     p_f, p_g = result.predictions.teacher_probabilities, result.predictions.student_probabilities
     torch.testing.assert_close(p_g[SMILING], 1 - p_f[SMILING])
     assert result.predictions.diverging == ("Smiling",)
@@ -73,33 +67,44 @@ def test_a_student_disagreeing_on_one_attribute(tiny):
     with torch.no_grad():
         on_teacher = float(torch.sigmoid(student(result.teacher_counterfactual[None]))[0, SMILING])
         on_student = float(torch.sigmoid(student(result.student_counterfactual[None]))[0, SMILING])
+        teacher_on_own = float(torch.sigmoid(teacher(result.teacher_counterfactual[None]))[0, SMILING])
+    assert result.recourse.teacher_valid == (teacher_on_own >= 0.5)
     assert result.recourse.student_accepts_teacher == (on_teacher >= 0.5)
     assert result.recourse.student_valid == (on_student >= 0.5)
-    assert result.probabilities_after["student_on_teacher_counterfactual"] == pytest.approx(on_teacher)
-    # negated logits: every attribution of the student is the teacher's, negated
+    assert result.probabilities_after["student_on_teacher_counterfactual"] == pytest.approx(on_teacher, abs=1e-6)
+    # pushing Smiling up for the teacher pushes it down for the negating student: it must reject it
+    assert result.recourse.teacher_valid and not result.recourse.student_accepts_teacher
+    assert "rejects the recourse" in result.verdict
+    # negated logits: every gradient attribution of the student is the teacher's, negated
     gradient = result.attributions[0]
     torch.testing.assert_close(gradient.student, -gradient.teacher, rtol=1e-4, atol=1e-6)
     assert gradient.spearman == pytest.approx(-1.0)
 
 
-def test_predictions_come_first_and_the_result_serialises(tiny):
-    teacher, generator, image = tiny
-    steps = list(audit_steps(image, "ptq-int4", "Young", 0, TINY, Models(teacher, teacher, teacher, "ptq-int4"), generator))
+def test_predictions_come_first_and_the_result_serialises(teacher, image, tiny_generator):
+    steps = list(audit_steps(image, "ptq-int4", "Young", 0, TINY, teacher, same_as(teacher, "ptq-int4"),
+                             tiny_generator))
     assert steps[0].stage == "predictions" and steps[0].result is None and steps[0].predictions is not None
     assert steps[-1].result is not None and [s.fraction for s in steps] == sorted(s.fraction for s in steps)
-    record = json.loads(json.dumps(steps[-1].result.to_dict()))
+    assert all(s.result is None for s in steps[:-1])
+    result = steps[-1].result
+    record = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert record["variant"] == "ptq-int4" and record["attribute"] == "Young" and record["target"] == 0
     assert len(record["teacher_probabilities"]) == 40 and record["seed"] == TINY.counterfactual.seed
     assert record["settings"]["counterfactual"]["steps"] == 10 and record["versions"]["captum"]
-    assert record["images"]["aligned"].startswith("data:image/png;base64,")
+    assert record["verdict"] == result.verdict
     assert {"teacher_valid", "student_accepts_teacher", "student_valid", "crg", "dirsim"} <= set(record["recourse"])
+    assert "images" not in record  # pictures are the renderers' business
+    exported = json.loads(json.dumps(audit_record(result), allow_nan=False))
+    assert exported["images"]["aligned"].startswith("data:image/png;base64,")
+    assert {"teacher_counterfactual", "student_counterfactual", "occlusion_student"} <= set(exported["images"])
 
 
-def test_the_student_kind_is_reported(tiny):
-    teacher, generator, image = tiny
-    twin, integer = copy.deepcopy(teacher), copy.deepcopy(teacher)
-    assert Models(teacher, twin, twin, "ptq-int4").student_kind == "twin"
-    result = audit_image(image, "ptq-int8", "Smiling", None, TINY, Models(teacher, twin, integer, "ptq-int8"), generator)
+def test_the_student_kind_is_reported(teacher, image, tiny_generator):
+    twin, integer = tiny_classifier(seed=0), tiny_classifier(seed=0)
+    assert Student("ptq-int4", twin, twin).kind == "twin"
+    result = audit_image(image, "ptq-int8", "Smiling", None, TINY, teacher, Student("ptq-int8", twin, integer),
+                         tiny_generator)
     assert result.student_model == "integer" and result.attributions[1].student_model == "integer"
     assert result.attributions[0].student_model == "twin"
 
@@ -111,125 +116,82 @@ def test_the_student_kind_is_reported(tiny):
     ({"image": torch.rand(3, 16, 16) * 2}, r"values in \[0, 1\]"),
     ({"image": b"not an image"}, "not a readable image"),
 ])
-def test_bad_inputs_raise_clear_errors(tiny, kwargs, message):
-    teacher, generator, image = tiny
+def test_bad_inputs_raise_clear_errors(teacher, image, tiny_generator, kwargs, message):
     arguments = {"image": image, "variant": "ptq-int8", "attribute": "Smiling", "target": None, "settings": TINY,
-                 "models": Models(teacher, teacher, teacher, "ptq-int8"), "generator": generator, **kwargs}
+                 "teacher": teacher, "student": same_as(teacher), "generator": tiny_generator, **kwargs}
     with pytest.raises(ValueError, match=message):
         audit_image(**arguments)
 
 
-def test_unknown_and_missing_variants(monkeypatch, tmp_path):
-    with pytest.raises(ValueError, match="unknown variant 'nope'"):
-        audit.load_student("nope")
-    monkeypatch.setattr(audit, "VARIANTS_DIR", tmp_path / "variants")
-    audit.load_student.cache_clear()
-    try:
-        with pytest.raises(audit.VariantNotFoundError, match="is missing. Make it with python -m recourse quantize"):
-            audit.load_student("cfq-qat")
-    finally:
-        audit.load_student.cache_clear()
+# --- when the full-precision recourse changes nothing ---------------------------------------
+
+
+@pytest.fixture(scope="module")
+def zero_cost_audit(teacher, image):
+    """The teacher already decides the target and the generator edits nothing: both recourses
+    are the face itself, valid for both models, at cost 0 — CRG_i and DirSim_i are undefined."""
+    target = int(teacher(image[None])[0, SMILING] >= 0)
+    return audit_image(image, "ptq-int8", "Smiling", target, TINY, teacher, same_as(teacher), still_generator(16))
+
+
+def test_zero_cost_recourse_is_undefined_not_a_crash(zero_cost_audit, image):
+    r = zero_cost_audit.recourse
+    assert torch.equal(zero_cost_audit.teacher_counterfactual, image)
+    assert r.teacher_valid and r.student_accepts_teacher and r.student_valid
+    assert r.teacher_cost == 0.0 and r.student_cost == 0.0
+    assert r.crg is None and r.dirsim is None and r.reason == "the full-precision recourse changes nothing"
+    assert zero_cost_audit.verdict == verdict(r)
+    assert zero_cost_audit.verdict == (
+        "The quantized model accepts the recourse the full-precision model accepts. Its own recourse cannot be "
+        "compared with the full-precision one: the full-precision recourse changes nothing.")
+
+
+def test_zero_cost_recourse_in_the_json_and_the_html(zero_cost_audit):
+    record = json.loads(json.dumps(audit_record(zero_cost_audit), allow_nan=False))
+    assert record["recourse"]["crg"] is None and record["recourse"]["dirsim"] is None
+    assert record["recourse"]["reason"] == "the full-precision recourse changes nothing"
+    assert record["verdict"] == zero_cost_audit.verdict
+    cards = value_cards(zero_cost_audit)
+    assert cards.count('class="value-card"') == len(CARDS)
+    assert cards.count("undefined: the full-precision recourse changes nothing") == 2  # CRG_i and DirSim_i
+    page = report_html(zero_cost_audit, "test")
+    assert "cannot be compared with the full-precision one" in page and "undefined: " in page
 
 
 @pytest.mark.parametrize("values, expected", [
-    ((False, False, False, 0.1, 0.1, None, None), "found no valid recourse"),
-    ((True, False, True, 0.1, 0.15, 0.5, 80.0), "rejects the recourse the full-precision model accepts"),
-    ((True, True, True, 0.1, 0.05, 0.5, 80.0), "accepts the recourse the full-precision model accepts. Its own recourse is a 50% smaller"),
-    ((True, False, False, 0.1, 0.1, None, None), "finds no valid recourse"),
+    ((False, False, False, 0.1, 0.1, 0.0), "found no valid recourse for this face"),
+    ((True, False, True, 0.1, 0.15, 0.8), "rejects the recourse the full-precision model accepts. Its own recourse "
+                                          "is a 50% larger change than the full-precision one, in a direction 80% "
+                                          "similar"),
+    ((True, True, True, 0.1, 0.05, 0.8), "accepts the recourse the full-precision model accepts. Its own recourse "
+                                         "is a 50% smaller"),
+    ((True, False, False, 0.1, 0.1, 0.0), "Guided by itself, the quantized model finds no valid recourse."),
+    ((True, True, True, 0.0, 0.0, 0.0), "cannot be compared with the full-precision one: the full-precision "
+                                        "recourse changes nothing."),
+    ((True, True, True, 0.0, 0.3, 0.0), "cannot be compared"),
 ])
 def test_verdict_in_plain_words(values, expected):
-    assert expected in verdict(ImageRecourse(*values, reason=""))
+    assert expected in verdict(image_recourse(*values))
 
 
-GALLERY_FACE = Path(__file__).resolve().parents[1] / "assets" / "gallery" / "grace-hopper.png"
+# --- the committed models ---------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not (audit.VARIANTS_DIR / "ptq-int8" / "config.json").is_file(), reason="no ptq-int8 variant checkpoint")
+@pytest.mark.requires("committed_variants")
 def test_committed_models_audit_a_gallery_face():
     from PIL import Image
 
+    from recourse import models
+
     image = torch.from_numpy(np.array(Image.open(GALLERY_FACE).convert("RGB"))).permute(2, 0, 1).float() / 255
-    result = audit_image(image, "ptq-int8", "Smiling")
-    models = audit.load_models("ptq-int8")
+    fast = AuditSettings(CounterfactualConfig(steps=10, finish_steps=20))
+    result = audit_image(image, "ptq-int8", "Smiling", settings=fast)
+    teacher, student = models.load_teacher(), models.load_student("ptq-int8")
+    assert models.load_teacher() is teacher  # loaded once, shared
     with torch.no_grad():
-        teacher_after = float(torch.sigmoid(models.teacher(result.teacher_counterfactual[None]))[0, SMILING])
-        student_before = torch.sigmoid(models.student(image[None]))[0]
+        teacher_after = float(torch.sigmoid(teacher(result.teacher_counterfactual[None]))[0, SMILING])
+        student_before = torch.sigmoid(student.decider(image[None]))[0]
     assert result.recourse.teacher_valid == ((teacher_after >= 0.5) == bool(result.predictions.target))
     torch.testing.assert_close(result.predictions.student_probabilities, student_before)
-    assert result.student_model == ("integer" if models.student is not models.student_twin else "twin")
-    assert audit.load_models("ptq-int8").teacher is models.teacher  # loaded once, shared
-
-
-def test_scan_folder_ranks_and_a_listed_image_reproduces_its_row(tiny, hq_folder):
-    teacher, generator, _ = tiny
-    student = NegateOne(teacher, SMILING).eval()
-    models = Models(teacher, student, student, "ptq-int8")
-    root, _ = hq_folder  # test split: ids 27000, 27001, 29999
-    steps = list(audit.scan_folder(root, "ptq-int8", "Smiling", count=3, split="test", settings=TINY, models=models,
-                                   generator=generator))
-    assert [(done, total) for done, total, _ in steps] == [(1, 3), (2, 3), (3, 3)]
-    cases = steps[-1][2]
-    assert sorted(c.filename for c in cases) == ["27000.jpg", "27001.jpg", "29999.jpg"]
-    scores = [c.divergence for c in cases if c.divergence is not None]
-    assert scores == sorted(scores, reverse=True)
-    for case in cases:
-        assert case.divergence == audit.divergence_score(case.recourse)
-        single = audit_image(case.image, "ptq-int8", "Smiling", None, TINY, models, generator)
-        assert single.predictions.target == case.target and single.recourse == case.recourse
-
-
-@pytest.mark.parametrize("values, expected", [
-    ((False, False, False, 0.1, 0.1, None, None), None),
-    ((True, True, True, 0.1, 0.1, 0.0, 100.0), 0.0),
-    ((True, False, True, 0.1, 0.2, 1.0, 50.0), 1.25),
-    ((True, False, False, 0.1, 0.2, None, None), 2.0),
-])
-def test_divergence_score_hand_computed(values, expected):
-    assert audit.divergence_score(ImageRecourse(*values, reason="")) == expected
-
-
-def test_scan_folder_rejects_a_folder_that_is_not_celeba(tiny, tmp_path):
-    teacher, generator, _ = tiny
-    with pytest.raises(ValueError, match="not a CelebA folder"):
-        next(audit.scan_folder(tmp_path, "ptq-int8", "Smiling", models=Models(teacher, teacher, teacher, "ptq-int8"),
-                               generator=generator))
-
-
-@pytest.mark.parametrize("arguments, message", [
-    (["--variant", "nope", "--attribute", "Smiling"], "unknown variant 'nope'"),
-    (["--variant", "ptq-int8", "--attribute", "Smile"], "unknown attribute 'Smile'"),
-])
-def test_cli_audit_errors_exit_2_with_a_message(tmp_path, capsys, arguments, message):
-    from recourse.cli import main
-
-    assert main(["audit", str(GALLERY_FACE), *arguments]) == 2
-    assert message in capsys.readouterr().err
-
-
-@pytest.mark.skipif(not (audit.VARIANTS_DIR / "ptq-int8" / "config.json").is_file(), reason="no ptq-int8 variant checkpoint")
-@pytest.mark.parametrize("content, message", [
-    (b"not an image", "not a readable image"), (None, "no such file"),
-])
-def test_cli_audit_bad_image_exits_2(tmp_path, capsys, content, message):
-    from recourse.cli import main
-
-    path = tmp_path / "photo.jpg"
-    if content is not None:
-        path.write_bytes(content)
-    assert main(["audit", str(path), "--variant", "ptq-int8", "--attribute", "Smiling"]) == 2
-    assert message in capsys.readouterr().err
-
-
-def test_a_variant_folder_that_does_not_exist_is_named_with_the_command_that_makes_it(monkeypatch, tmp_path):
-    from recourse import audit as audit_module
-
-    monkeypatch.setattr(audit_module, "VARIANTS_DIR", tmp_path)
-    audit_module.load_student.cache_clear()
-    try:
-        with pytest.raises(audit_module.VariantNotFoundError,
-                           match="variant 'kd-quant' is not available.*python -m recourse quantize --method kd-quant"):
-            audit_module.load_student("kd-quant")
-        with pytest.raises(ValueError, match="unknown variant 'int3'"):
-            audit_module.load_student("int3")
-    finally:
-        audit_module.load_student.cache_clear()
+    assert result.student_model == student.kind == "integer"
+    assert (COMMITTED / "variants" / "ptq-int8" / "config.json").is_file()

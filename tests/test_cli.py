@@ -1,4 +1,5 @@
 import json
+from pathlib import Path
 
 import pytest
 import torch
@@ -6,6 +7,7 @@ import torch
 from recourse.checkpoints import read_config, save_classifier
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 from recourse.cli import main
+from tests.conftest import build_home, make_generator, random_faces, still_generator, tiny_classifier, write_hq_folder
 
 
 @pytest.fixture
@@ -63,20 +65,17 @@ def test_errors_are_one_clear_line(args, message, capsys):
 
 
 def test_counterfactual_command_writes_three_panels(tmp_path, capsys):
-    import numpy as np
     from PIL import Image
 
-    from recourse.generation import LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
-
-    torch.manual_seed(0)
-    faces = (np.random.default_rng(0).random((20, 3, 16, 16)) * 255).astype(np.uint8)
-    LatentFaceGenerator(fit_pca_autoencoder(faces, 4), LatentDenoiser(4, 8, 1), default_scheduler()).save_pretrained(tmp_path / "gen")
+    faces = random_faces(20)
+    make_generator(faces, latent_dim=4, width=8).save_pretrained(tmp_path / "gen")
     save_classifier(AttributeClassifier(ClassifierConfig(widths=(4,), resolution=16)), tmp_path / "clf", {})
     Image.fromarray(faces[0].transpose(1, 2, 0)).save(tmp_path / "face.png")
     code = main(["counterfactual", str(tmp_path / "face.png"), "--attribute", "Smiling", "--out", str(tmp_path / "cf.png"),
                  "--checkpoint", str(tmp_path / "clf"), "--generator", str(tmp_path / "gen"), "--no-align", "--steps", "4"])
     assert code == 0
-    assert Image.open(tmp_path / "cf.png").size == (3 * 16 * 4 + 8, 16 * 4)
+    picture = Image.open(tmp_path / "cf.png")
+    assert picture.width >= 3 * 16 * 4 and picture.height >= 16 * 4  # three enlarged panels side by side
     assert "Smiling: p =" in capsys.readouterr().out
 
 
@@ -105,34 +104,103 @@ def test_quantize_command_saves_a_loadable_variant(hq_folder, tiny_checkpoint, t
     assert variant.integer is not None and variant.details["command"].startswith("python -m recourse quantize")
 
 
-def test_quantize_cf_ptq_makes_the_teachers_recourse_points_once(hq_folder, tiny_checkpoint, tmp_path, tiny_generator,
-                                                                 monkeypatch):
-    import recourse.compression.recourse_points as recourse_points
+@pytest.mark.slow
+def test_quantize_cf_ptq_makes_the_teachers_recourse_points_once(tmp_path, tiny_generator):
+    """The real recourse points (the teacher's counterfactuals, seconds of work), made once."""
     from recourse.compression import load_variant
 
-    calls = []
-
-    def fake_points(model, images, config, generator, progress):
-        # the generator's quality is tested in test_recourse_points; here: the CLI's wiring
-        calls.append(config)
-        return recourse_points.RecoursePoints(
-            images=torch.rand(3, 3, 16, 16), attributes=torch.tensor([31, 39, 20]),
-            targets=torch.tensor([1.0, 0.0, 1.0]), sources=torch.arange(3), attempted=len(images), seconds=2.5)
-
-    monkeypatch.setattr(recourse_points, "make_recourse_points", fake_points)
-    root, _ = hq_folder
+    root = tmp_path / "hq"
+    write_hq_folder(root, list(range(12)) + [27000])  # twelve training images
+    # a steep tiny classifier: the tiny generator's edits flip a few of its decisions
+    save_classifier(tiny_classifier(widths=(4,), gain=100), tmp_path / "flippable", {})
     tiny_generator.save_pretrained(tmp_path / "generator")
-    args = ["quantize", "--method", "cf-ptq", "--data", str(root), "--checkpoint", str(tiny_checkpoint),
-            "--generator", str(tmp_path / "generator"), "--recourse-points", "3", "--calibration-images", "2",
-            "--steps", "10", "--no-cache", "--cache-dir", str(tmp_path / "cache")]
+    cache = tmp_path / "cache"
+    args = ["quantize", "--method", "cf-ptq", "--data", str(root), "--checkpoint", str(tmp_path / "flippable"),
+            "--generator", str(tmp_path / "generator"), "--recourse-points", "12", "--calibration-images", "2",
+            "--steps", "10", "--noise-level", "0.5", "--margin", "0", "--no-cache", "--cache-dir", str(cache)]
     assert main([*args, "--out", str(tmp_path / "one")]) == 0
+    made = list(cache.glob("recourse-points-*-12.safetensors"))
+    assert len(made) == 1  # the teacher's counterfactuals on the 12 first training images, cached
+    note = json.loads(made[0].with_suffix(".json").read_text())
+    stamp = made[0].stat().st_mtime_ns
     assert main([*args, "--out", str(tmp_path / "two")]) == 0
-    assert len(calls) == 1 and calls[0].steps == 10  # made once, with the given settings, then read back
-    assert len(list((tmp_path / "cache").glob("recourse-points-*-3.safetensors"))) == 1
-    variant = load_variant(tmp_path / "two")
-    assert variant.config.method == "cf-ptq" and variant.details["recourse_points"] == 3
-    assert variant.seconds >= 2.5  # making the points counts in T_make, also when cached
+    assert sorted(cache.glob("recourse-points-*")) == sorted([made[0], made[0].with_suffix(".json")])
+    assert made[0].stat().st_mtime_ns == stamp  # read back, not made again
+    one, two = load_variant(tmp_path / "one"), load_variant(tmp_path / "two")
+    for variant in (one, two):
+        assert variant.config.method == "cf-ptq" and variant.details["recourse_points"] == note["valid"] > 0
+        # making the points counts in T_make, also when they are read from the cache
+        assert variant.details["recourse_points_seconds"] == round(note["seconds"], 1)
+        assert variant.seconds >= note["seconds"]
+
+
+def test_options_that_do_not_apply_to_a_method_are_refused(hq_folder, tiny_checkpoint, capsys):
+    root, _ = hq_folder
     with pytest.raises(SystemExit):
         main(["quantize", "--method", "ptq-int8", "--data", str(root), "--fine-tuning-steps"])
     assert main(["quantize", "--method", "ptq-int8", "--data", str(root), "--checkpoint", str(tiny_checkpoint),
                  "--fine-tuning-steps", "5", "--no-cache"]) == 2  # not a fine-tuning method
+    assert "--fine-tuning-steps does not apply to --method ptq-int8" in capsys.readouterr().err
+
+
+def portrait() -> Path:
+    """A public-domain portrait shipped inside the matplotlib wheel (not a dataset photo)."""
+    import matplotlib
+
+    return Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
+
+
+def test_audit_command_reports_a_recourse_that_changes_nothing(project_home, tmp_path, capsys):
+    """The home's generator edits nothing and the target is what both models already decide:
+    CRG_i and DirSim_i are undefined, which the command prints and files instead of crashing."""
+    from recourse import models
+    from recourse.data import ATTRIBUTES, to_float_images
+    from recourse.faces import align_face
+
+    teacher = tiny_classifier(seed=0)
+    build_home(project_home, teacher, still_generator(16))
+    x = to_float_images(align_face(portrait(), 16).image)[None]
+    with torch.no_grad():
+        teacher_logits, student_logits = teacher(x)[0], models.load_student("ptq-int8").decider(x)[0]
+    agreed = [i for i in range(40) if (teacher_logits[i] >= 0) == (student_logits[i] >= 0)]
+    index = max(agreed, key=lambda i: abs(float(teacher_logits[i])))  # the safest agreed decision
+    target = int(teacher_logits[index] >= 0)
+    out = tmp_path / "audit.json"
+    assert main(["audit", str(portrait()), "--variant", "ptq-int8", "--attribute", ATTRIBUTES[index],
+                 "--target", str(target), "--steps", "4", "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "V_f(x'_f)=1 V_g(x'_f)=1 V_g(x'_g)=1 CRG_i=- DirSim_i=- (the full-precision recourse changes nothing)" \
+        in printed
+    assert "cannot be compared with the full-precision one: the full-precision recourse changes nothing." in printed
+    record = json.loads(out.read_text(), parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
+    assert record["recourse"]["crg"] is None and record["recourse"]["dirsim"] is None
+    assert record["recourse"]["teacher_cost"] == 0 and record["verdict"] in printed
+    assert record["images"]["teacher_counterfactual"].startswith("data:image/png;base64,")
+
+
+@pytest.mark.parametrize("arguments, message", [
+    (["--variant", "nope", "--attribute", "Smiling"], "unknown variant 'nope'"),
+    (["--variant", "ptq-int8", "--attribute", "Smile"], "unknown attribute 'Smile'"),
+    (["--variant", "kd-quant", "--attribute", "Smiling"], "variant 'kd-quant' is not available"),
+    (["--variant", "ptq-int8", "--attribute", "Smiling", "--target", "2"], None),  # refused by the parser
+])
+def test_audit_command_errors_exit_2_with_a_message(project_home, capsys, arguments, message):
+    build_home(project_home, tiny_classifier(seed=0), still_generator(16))
+    if message is None:
+        with pytest.raises(SystemExit) as exit_:
+            main(["audit", str(portrait()), *arguments])
+        assert exit_.value.code == 2
+        return
+    assert main(["audit", str(portrait()), *arguments]) == 2
+    error = capsys.readouterr().err
+    assert message in error and str(project_home) not in error
+
+
+@pytest.mark.parametrize("content, message", [(b"not an image", "not a readable image"), (None, "no such file")])
+def test_audit_command_bad_image_exits_2(project_home, tmp_path, capsys, content, message):
+    build_home(project_home, tiny_classifier(seed=0), still_generator(16))
+    path = tmp_path / "photo.jpg"
+    if content is not None:
+        path.write_bytes(content)
+    assert main(["audit", str(path), "--variant", "ptq-int8", "--attribute", "Smiling"]) == 2
+    assert message in capsys.readouterr().err

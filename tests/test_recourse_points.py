@@ -47,3 +47,18 @@ def test_fewer_images_than_attributes_is_fine(tiny_generator):
     points = make_recourse_points(BrightnessModel(), images, ("Smiling", "Young", "Male", "Eyeglasses"), FAST,
                                   tiny_generator)
     assert points.attempted == 2 and set(points.sources.tolist()) <= {0, 1}
+
+
+def test_the_cache_key_follows_the_teacher_the_generator_the_settings_and_the_count(tmp_path):
+    from dataclasses import replace
+
+    from recourse.compression.recourse_points import recourse_points_path
+
+    path = recourse_points_path(tmp_path, "teacher", "generator", FAST, 12)
+    assert path.parent == tmp_path and path.name.startswith("recourse-points-") and path.name.endswith("-12.safetensors")
+    assert recourse_points_path(tmp_path, "teacher", "generator", FAST, 12) == path
+    others = {recourse_points_path(tmp_path, "other", "generator", FAST, 12),
+              recourse_points_path(tmp_path, "teacher", "other", FAST, 12),
+              recourse_points_path(tmp_path, "teacher", "generator", replace(FAST, steps=8), 12),
+              recourse_points_path(tmp_path, "teacher", "generator", FAST, 13)}
+    assert len(others) == 4 and path not in others

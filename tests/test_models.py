@@ -1,0 +1,61 @@
+"""Where the committed models are found (``RECOURSE_HOME``) and how they are loaded: once, by name."""
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from recourse import models, paths
+from recourse.compression import METHODS
+from tests.conftest import ROOT, build_home, make_generator, random_faces, tiny_classifier
+
+
+def test_the_source_checkout_is_the_default_home(monkeypatch):
+    monkeypatch.delenv("RECOURSE_HOME", raising=False)
+    assert paths.project_root() == ROOT
+    assert paths.teacher_dir() == ROOT / "checkpoints" / "classifier"
+    assert paths.variants_dir() == ROOT / "checkpoints" / "variants"
+    assert paths.shown(ROOT / "checkpoints" / "oracle") == "checkpoints/oracle"
+    assert paths.shown(Path("/somewhere/else/model.safetensors")) == "model.safetensors"  # never a server path
+
+
+def test_recourse_home_moves_every_location(project_home):
+    assert paths.project_root() == project_home
+    assert paths.teacher_dir() == project_home / "checkpoints" / "classifier"
+    assert paths.oracle_dir() == project_home / "checkpoints" / "oracle"
+    assert paths.generator_dir() == project_home / "checkpoints" / "generator"
+    assert paths.variants_dir() / "ptq-int8" == project_home / "checkpoints" / "variants" / "ptq-int8"
+    assert paths.assets_dir() == project_home / "assets"
+
+
+def test_one_variant_per_method_in_registry_order():
+    assert models.VARIANTS == METHODS
+    for bad in ("nope", "int3", ""):
+        with pytest.raises(ValueError, match=f"unknown variant {bad!r}"):
+            models.load_committed_variant(bad)
+        with pytest.raises(ValueError, match="unknown variant"):
+            models.load_student(bad)
+
+
+def test_a_missing_variant_is_named_with_the_command_that_makes_it(project_home):
+    assert not models.variant_is_built("kd-quant")
+    with pytest.raises(models.VariantNotFoundError,
+                       match=r"variant 'kd-quant' is not available: checkpoints/variants/kd-quant/ is missing\. "
+                             r"Make it with python -m recourse quantize --method kd-quant") as error:
+        models.load_student("kd-quant")
+    assert str(project_home) not in str(error.value)
+
+
+def test_the_home_models_are_loaded_once_and_shared(project_home):
+    teacher = tiny_classifier(seed=4)
+    build_home(project_home, teacher, make_generator(random_faces(64)), methods=("ptq-int8", "ptq-int4"))
+    assert [v for v in models.VARIANTS if models.variant_is_built(v)] == ["ptq-int8", "ptq-int4"]
+    loaded = models.load_teacher()
+    images = torch.rand(4, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    with torch.no_grad():
+        assert torch.equal(loaded(images), teacher(images))
+    assert models.load_teacher() is loaded
+    student = models.load_student("ptq-int4")
+    assert student.name == "ptq-int4" and student.kind == "integer"
+    assert models.load_student("ptq-int4").decider is student.decider  # the variant is read once
+    assert models.load_committed_variant("ptq-int4").config.method == "ptq-int4"

@@ -1,0 +1,68 @@
+"""Ranking a folder by recourse divergence: the same paired core as an audit, row by row."""
+
+import pytest
+import torch
+
+from recourse.attribution import AttributionConfig
+from recourse.audit import AuditSettings, audit_image
+from recourse.generation import CounterfactualConfig
+from recourse.metrics import image_recourse
+from recourse.paired import Student
+from recourse.scan import divergence_score, read_folder, scan_folder
+from recourse.data import ATTRIBUTES
+from tests.conftest import BrightnessModel, NegateOne
+
+SMILING = ATTRIBUTES.index("Smiling")
+
+TINY = AuditSettings(CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=5),
+                     AttributionConfig(ig_steps=4, occlusion_window=4, occlusion_stride=4))
+
+
+def test_scan_folder_ranks_and_a_listed_image_reproduces_its_row(hq_folder, tiny_generator):
+    teacher = BrightnessModel()
+    negated = NegateOne(teacher, SMILING).eval()
+    student = Student("ptq-int8", negated, negated)
+    root, _ = hq_folder  # test split: ids 27000, 27001, 29999
+    steps = list(scan_folder(root, "ptq-int8", "Smiling", count=3, split="test", settings=TINY, teacher=teacher,
+                             student=student, generator=tiny_generator))
+    assert [(done, total) for done, total, _ in steps] == [(1, 3), (2, 3), (3, 3)]
+    cases = steps[-1][2]
+    assert sorted(c.filename for c in cases) == ["27000.jpg", "27001.jpg", "29999.jpg"]
+    ranked = [c.divergence for c in cases]
+    assert ranked == sorted(ranked, key=lambda d: (d is None, -(d or 0.0)))  # worst first, undefined last
+    for case in cases:
+        assert case.divergence == divergence_score(case.recourse)
+        single = audit_image(case.image, "ptq-int8", "Smiling", None, TINY, teacher, student, tiny_generator)
+        assert single.predictions.target == case.target and single.recourse == case.recourse
+    # a student that negates the audited logit rejects every valid recourse of the teacher
+    assert all(not c.recourse.student_accepts_teacher for c in cases if c.recourse.teacher_valid)
+    assert any(c.recourse.teacher_valid for c in cases)
+
+
+def test_read_folder_frames_the_first_images_of_a_split(hq_folder):
+    root, _ = hq_folder
+    names, images = read_folder(root, "val", 5, 8)
+    assert names == ("24000.jpg", "26999.jpg")  # the val split holds two of the folder's ids
+    framed = list(images)
+    assert len(framed) == 2 and all(x.shape == (3, 8, 8) and x.dtype == torch.float32 for x in framed)
+    assert all(0 <= float(x.min()) and float(x.max()) <= 1 for x in framed)
+    with pytest.raises(ValueError, match="count must be >= 1"):
+        read_folder(root, "val", 0, 8)
+
+
+@pytest.mark.parametrize("values, expected", [
+    ((False, False, False, 0.1, 0.1, 0.0), None),  # no teacher recourse: nothing to compare
+    ((True, True, True, 0.1, 0.1, 1.0), 0.0),  # the same recourse
+    ((True, False, True, 0.1, 0.2, 0.5), 1.25),  # rejected (1) + (1 − 0.5) / 2
+    ((True, False, False, 0.1, 0.2, 0.0), 2.0),  # rejected and none of its own
+    ((True, True, True, 0.0, 0.0, 0.0), 0.0),  # zero cost: DirSim undefined, nothing added
+])
+def test_divergence_score_hand_computed(values, expected):
+    assert divergence_score(image_recourse(*values)) == expected
+
+
+def test_scan_folder_rejects_a_folder_that_is_not_celeba(tmp_path, tiny_generator):
+    teacher = BrightnessModel()
+    with pytest.raises(ValueError, match="not a CelebA folder"):
+        next(scan_folder(tmp_path, "ptq-int8", "Smiling", teacher=teacher, student=Student("ptq-int8", teacher, teacher),
+                         generator=tiny_generator))
