@@ -31,7 +31,7 @@ from recourse.benchmark import BenchmarkResult
 from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, SPLITS, DatasetError
 from recourse.generation import CounterfactualConfig, default_generator
-from recourse.models import VARIANTS, load_student, load_teacher, variant_is_built
+from recourse.models import VARIANTS, load_teacher, variant_status
 from recourse.paths import assets_dir, shown
 from recourse.render.audit_html import (
     attribution_table, audit_record, evidence_table, predictions_chart, report_html, value_cards,
@@ -85,18 +85,8 @@ def gallery_faces() -> list[tuple[str, str]]:
     return faces_
 
 
-def variant_status(variant: str) -> str | None:
-    """``None`` when the variant loads, else why not (in words a user can act on)."""
-    if not variant_is_built(variant):
-        return "not built yet"
-    try:
-        load_student(variant)
-    except EXPECTED_ERRORS as error:
-        return f"does not load: {_public(error)}"
-    return None
-
-
 def variant_choices() -> list[tuple[str, str]]:
+    """Every variant, labelled with why it cannot be used where it cannot (loads each once)."""
     choices = []
     for variant in VARIANTS:
         status = variant_status(variant)
@@ -329,18 +319,29 @@ def select_failure(found, event: gr.SelectData):
             next(iter(TARGETS)), gr.Tabs(selected="audit"))
 
 
-def warm_up(log=print) -> None:
-    """Load every available model once and run one small audit, so that the first user's
-    audit is not delayed by loading. A variant that does not load is reported, not fatal."""
+def load_models(log=print) -> None:
+    """Load every model before serving. Loading a variant traces it with torch.fx, which
+    patches ``nn.Module.__call__`` for the whole process while it runs: an audit running in
+    another thread at that moment would fail, so nothing is loaded once requests are served.
+    A variant that does not load is reported, not fatal."""
     started = time.perf_counter()
+    log("loading the full-precision classifier and the generator…")
+    load_teacher()
+    default_generator()
     for variant in VARIANTS:
         status = variant_status(variant)
         log(f"variant {variant}: {'loaded' if status is None else status}")
+    log(f"models loaded in {time.perf_counter() - started:.1f} s")
+
+
+def warm_up(log=print) -> None:
+    """One small audit, so that the first user's audit does not pay for first-call costs."""
     faces_ = gallery_faces()
     available = [v for v in VARIANTS if variant_status(v) is None]
     if faces_ and available:
+        started = time.perf_counter()
         audit_image(framed_tensor(np.array(Image.open(faces_[0][0]).convert("RGB"))), available[0], "Smiling")
-    log(f"warm-up done in {time.perf_counter() - started:.1f} s")
+        log(f"warm-up done in {time.perf_counter() - started:.1f} s")
 
 
 # ---------------------------------------------------------------------------------------
@@ -374,7 +375,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                         with gr.Column(scale=1, min_width=90):
                             gr.Examples([[str(EXAMPLE_PHOTO)]], inputs=[upload], label="Example")
                     with gr.Row():
-                        variant = gr.Dropdown(variant_choices(), value=VARIANTS[0], label="Compressed variant",
+                        variant = gr.Dropdown(list(VARIANTS), value=VARIANTS[0], label="Compressed variant",
                                               min_width=140)
                         attribute = gr.Dropdown(list(ATTRIBUTES), value="Smiling", label="Attribute", min_width=140)
                     with gr.Row():
@@ -442,7 +443,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                 split = gr.Dropdown(list(SPLITS), value="test", label="Split (folders)")
                 count = gr.Slider(1, MAX_SCAN_IMAGES, value=16, step=1, label="Faces")
             with gr.Row():
-                scan_variant = gr.Dropdown(variant_choices(), value=VARIANTS[0], label="Compressed variant")
+                scan_variant = gr.Dropdown(list(VARIANTS), value=VARIANTS[0], label="Compressed variant")
                 scan_attribute = gr.Dropdown(list(ATTRIBUTES), value="Smiling", label="Attribute")
             with gr.Row():
                 scan = gr.Button("Rank", variant="primary")
@@ -488,12 +489,7 @@ demo.queue(max_size=256)
 
 
 if __name__ == "__main__":
-    started = time.perf_counter()
-    print("loading the full-precision classifier and the generator…", flush=True)
-    load_teacher()
-    default_generator()
-    print(f"ready to serve after {time.perf_counter() - started:.1f} s; loading the variants in the background",
-          flush=True)
+    load_models(lambda line: print(line, flush=True))
     threading.Thread(target=warm_up, daemon=True).start()
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
                               font_mono=["ui-monospace", "monospace"])  # system fonts: nothing fetched, offline

@@ -1,4 +1,8 @@
-"""The committed models, loaded once and shared read-only by every audit and scan."""
+"""The committed models, loaded once and shared read-only by every audit and scan.
+
+Loading a variant traces it with torch.fx, which patches ``nn.Module.__call__`` for the whole
+process while it runs; a server loads every variant before it takes requests (``app.load_models``).
+"""
 
 from __future__ import annotations
 

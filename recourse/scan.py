@@ -12,7 +12,7 @@ import torch
 from torch import nn
 
 from recourse.audit import AuditSettings, model_resolution
-from recourse.data import to_float_images
+from recourse.data import DatasetError, to_float_images
 from recourse.generation import FaceGenerator, default_generator
 from recourse.metrics import ImageRecourse
 from recourse.paired import Student, flip_targets, paired_recourse
@@ -47,24 +47,32 @@ def _rank(cases: list[FolderCase]) -> list[FolderCase]:
 
 def read_folder(folder: str | os.PathLike, split: str, count: int,
                 resolution: int) -> tuple[tuple[str, ...], Iterator[torch.Tensor]]:
-    """The first ``count`` images of ``split`` of a folder in either CelebA layout, framed like
-    the training images (original CelebA photos are aligned), one ``(3, R, R)`` at a time."""
+    """The first ``count`` usable images of ``split`` of a folder in either CelebA layout, framed
+    like the training images (original CelebA photos are aligned), one ``(3, R, R)`` at a time.
+    An original CelebA photo that cannot be decoded or framed is left out, as in a dataset run."""
     from recourse.data import detect_layout, image_dir, open_rgb, resize_square, select_split
+    from recourse.faces import CelebAFramer, FaceAlignmentError
 
     if count < 1:
         raise ValueError(f"count must be >= 1, got {count}")
     root = Path(folder)
-    framer = resize_square
-    if detect_layout(root) == "celeba":
-        from recourse.faces import CelebAFramer
-
-        framer = CelebAFramer()
-    names = select_split(root, split).filenames[:count]
-    if not names:
-        raise ValueError(f"{root.name}: split {split!r} has no images")
+    original = detect_layout(root) == "celeba"
+    framer = CelebAFramer() if original else resize_square
     directory = image_dir(root)
-    images = (to_float_images(framer(open_rgb(directory / name), resolution)) for name in names)
-    return names, images
+    names, images = [], []
+    for name in select_split(root, split).filenames:
+        if len(names) == count:
+            break
+        try:
+            images.append(to_float_images(framer(open_rgb(directory / name), resolution)))
+        except (FaceAlignmentError, DatasetError):
+            if not original:
+                raise
+            continue
+        names.append(name)
+    if not names:
+        raise ValueError(f"{root.name}: split {split!r} has no usable images")
+    return tuple(names), iter(images)
 
 
 def scan_folder(

@@ -170,3 +170,48 @@ def test_display_pictures_draw_the_edit_on_the_photos_own_crop():
                                                 size=256, mode="bilinear", align_corners=False)[0]
     expected = np.clip(base + upsampled.permute(1, 2, 0).numpy(), 0, 1)
     assert np.abs(drawn - expected).max() <= 1.5 / 255
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_a_broken_variant_is_listed_and_the_rest_work(tmp_path):
+    """One tampered checkpoint must not stop the app: it is reported, and audits with the
+    other variants still run."""
+    import json
+    import shutil
+
+    from gradio_client import Client, handle_file
+    from gradio_client.exceptions import AppError
+
+    home = tmp_path / "home"
+    (home / "checkpoints" / "variants").mkdir(parents=True)
+    (home / "assets").symlink_to(ROOT / "assets")
+    for name in ("classifier", "generator"):
+        (home / "checkpoints" / name).symlink_to(ROOT / "checkpoints" / name)
+    for variant in ("ptq-int8", "ptq-int4"):
+        shutil.copytree(ROOT / "checkpoints" / "variants" / variant, home / "checkpoints" / "variants" / variant)
+    config = home / "checkpoints" / "variants" / "ptq-int4" / "config.json"
+    record = json.loads(config.read_text())
+    del record["settings"]
+    config.write_text(json.dumps(record))
+    log = tmp_path / "app.log"
+    os.environ["RECOURSE_HOME"] = str(home)
+    try:
+        with start_app(log=log) as url:
+            client = Client(url, verbose=False)
+            photo = handle_file(str(ROOT / "assets" / "examples" / "grace-hopper.jpg"))
+            outputs = client.predict(photo, "ptq-int8", "Smiling", "flip the full-precision decision", 20, 40, 0, 0.0,
+                                     api_name="/audit")
+            assert any(isinstance(o, dict) and "recourse" in o for o in outputs)
+            with pytest.raises(AppError) as refused:
+                client.predict(photo, "ptq-int4", "Smiling", "flip the full-precision decision", 20, 40, 0, 0.0,
+                               api_name="/audit")
+            deadline = time.monotonic() + 120
+            while "models loaded" not in log.read_text() and time.monotonic() < deadline:
+                time.sleep(1)
+    finally:
+        os.environ.pop("RECOURSE_HOME")
+    assert "config.json" in str(refused.value) and str(home) not in str(refused.value)
+    text = log.read_text()
+    assert "variant ptq-int4: does not load" in text and "variant ptq-int8: loaded" in text
+    assert "variant cf-ptq: not built yet" in text
