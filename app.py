@@ -32,7 +32,7 @@ from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, SPLITS, DatasetError
 from recourse.generation import CounterfactualConfig, default_generator
 from recourse.models import VARIANTS, load_teacher, variant_status
-from recourse.paths import assets_dir, shown
+from recourse.paths import assets_dir
 from recourse.render.audit_html import (
     attribution_table, audit_record, evidence_table, predictions_chart, report_html, value_cards,
 )

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import shlex
 import sys
 import time
@@ -13,17 +12,16 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-from PIL import Image
 
 from recourse import __version__
-from recourse.checkpoints import CheckpointError, file_digest, load_classifier, read_config, update_config
+from recourse.checkpoints import CheckpointError, load_classifier, read_config, update_config
 from recourse.compression import METHODS
 from recourse.data import DEFAULT_ATTRIBUTES, SPLITS, DatasetError, LabelledImages, detect_layout, load_framed_split
 from recourse.paths import (
-    DEFAULT_CACHE, checkpoints_dir, generator_dir, oracle_dir, shown, teacher_dir, variants_dir, writable_file,
-    writable_folder,
+    DEFAULT_CACHE, checkpoints_dir, generator_dir, oracle_dir, shown, teacher_dir, variants_dir,
 )
 from recourse.progress import progress_bar, stage_bars
+from recourse.validation import check_outputs, finite_float
 
 MODEL_DIRS = {"classifier": teacher_dir, "oracle": oracle_dir}
 
@@ -40,38 +38,6 @@ def _write_json(path: str | None, report: dict) -> None:
     if path:
         Path(path).parent.mkdir(parents=True, exist_ok=True)
         Path(path).write_text(json.dumps(report, indent=2) + "\n")
-
-
-def finite_float(text: str) -> float:
-    """An argparse type: a finite number (``float`` alone accepts ``nan`` and ``inf``)."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
-    if not math.isfinite(value):
-        raise argparse.ArgumentTypeError(f"must be a finite number, got {text!r}")
-    return value
-
-
-# commands whose --out is one file (the others write a folder there)
-_FILE_OUTPUTS = ("counterfactual",)
-
-
-def check_outputs(args: argparse.Namespace) -> None:
-    """Every output of a command can be written, or a ValueError: checked before any data or
-    model is loaded, so that a bad path fails at once rather than after the work."""
-    if getattr(args, "json", None):
-        writable_file(args.json)
-    if getattr(args, "out", None):
-        if args.command in _FILE_OUTPUTS:
-            extension = Path(args.out).suffix.lower()
-            if Image.registered_extensions().get(extension) not in Image.SAVE:
-                raise ValueError(f"cannot write {args.out}: give a picture file name such as cf.png")
-            writable_file(args.out)
-        else:
-            writable_folder(args.out)
-    if getattr(args, "cache_dir", None) and not getattr(args, "no_cache", True):
-        writable_folder(args.cache_dir)
 
 
 def _model_dir(args: argparse.Namespace, given: str | None, preset: str = "classifier") -> Path:
@@ -209,32 +175,22 @@ def command_counterfactual(args: argparse.Namespace) -> int:
 
 
 def command_quantize(args: argparse.Namespace) -> int:
-    from recourse.compression import config_classes, quantize, save_variant
-    from recourse.compression.recourse_points import (
-        cached_recourse_points, make_recourse_points, recourse_points_path,
-    )
-    from recourse.generation import load_generator
+    from recourse.compression import config_classes, make_config, quantize, save_variant
+    from recourse.compression.recourse_points import teacher_recourse_points
 
     checkpoint = _model_dir(args, args.checkpoint)
     model = load_classifier(checkpoint)
-    config_class = config_classes()[args.method]
-    options = {"calibration_images": args.calibration_images}
-    for flag, option in (("sparsity", "sparsity"), ("fine-tuning-steps", "steps"), ("budget", "budget")):
-        value = getattr(args, flag.replace("-", "_"))
-        if value is not None:
-            if option not in config_class.__dataclass_fields__:
-                raise ValueError(f"--{flag} does not apply to --method {args.method}")
-            options[option] = value
-    config = config_class(**options)
-    generation = _counterfactual_config(args)
+    options = {"sparsity": args.sparsity, "steps": args.fine_tuning_steps, "budget": args.budget}
+    for option, flag in (("sparsity", "--sparsity"), ("steps", "--fine-tuning-steps"), ("budget", "--budget")):
+        if options[option] is not None and option not in config_classes()[args.method].__dataclass_fields__:
+            raise ValueError(f"{flag} does not apply to --method {args.method}")
+    config = make_config(args.method, calibration_images=args.calibration_images, **options)
     train = load_images(args, "train", model.config.resolution)
     points = None
     if config.needs_recourse_points:
-        path = recourse_points_path(Path(args.cache_dir), file_digest(checkpoint / "model.safetensors"),
-                                    file_digest(Path(args.generator)), generation, args.recourse_points)
-        points = cached_recourse_points(path, lambda: make_recourse_points(
-            model, torch.as_tensor(train.images[: args.recourse_points]), config=generation,
-            generator=load_generator(args.generator), progress=stage_bars()))
+        points = teacher_recourse_points(model, checkpoint / "model.safetensors", args.generator,
+                                         torch.as_tensor(train.images[: args.recourse_points]),
+                                         _counterfactual_config(args), Path(args.cache_dir), stage_bars())
     variant = quantize(model, config, torch.as_tensor(train.images), torch.as_tensor(train.labels), points,
                        progress=stage_bars())
     out = Path(args.out) if args.out else variants_dir() / args.method

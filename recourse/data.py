@@ -12,7 +12,6 @@ Images come back as ``uint8`` arrays ``(N, 3, H, W)``; labels as ``uint8`` ``(N,
 
 from __future__ import annotations
 
-import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +21,8 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 from PIL import Image
+
+from recourse import image_cache
 
 ATTRIBUTES: tuple[str, ...] = (
     "5_o_Clock_Shadow", "Arched_Eyebrows", "Attractive", "Bags_Under_Eyes", "Bald",
@@ -234,7 +235,6 @@ def resize_square(image: Image.Image, resolution: int) -> np.ndarray:
 
 Framer = Callable[[Image.Image, int], np.ndarray]
 
-_CACHE_FORMAT = "images-v2"  # what the cache file holds; a new format never reads an old file
 _SKIPPED_SHOWN = 5  # skipped photos named in the note (all are in LabelledImages.skipped)
 
 
@@ -269,12 +269,15 @@ def load_split(
     directory = image_dir(root)
     cache_path = key = None
     if cache_dir is not None:
-        key = _cache_key(root, split, resolution, framer, skip, annotations.filenames)
+        framer_name = getattr(framer, "cache_key", getattr(framer, "__name__", type(framer).__name__))
+        key = image_cache.cache_key([root / name for name in (HQ_ANNOTATIONS, CELEBA_ANNOTATIONS, CELEBA_PARTITION)],
+                                    f"{split}|{resolution}|{framer_name}|{sorted(e.__name__ for e in skip)}",
+                                    annotations.filenames)
         cache_path = Path(cache_dir) / f"{split}-{resolution}-{key[:16]}.npz"
-        cached = _read_cache(cache_path, key, annotations, directory, resolution)
+        cached = image_cache.read(cache_path, key, annotations.filenames, directory, resolution)
         if cached is not None:
-            return cached
-    stats = _file_stats(directory, annotations.filenames)  # before decoding: a later change is seen
+            return _subset(annotations, *cached)
+    stats = image_cache.file_stats(directory, annotations.filenames)  # before decoding: a later change is seen
     images = np.empty((len(annotations.filenames), 3, resolution, resolution), np.uint8)
     kept: list[int] = []
     skipped: list[tuple[str, str]] = []
@@ -296,7 +299,8 @@ def load_split(
     result = _subset(annotations, images[:len(kept)], np.asarray(kept, np.int64), note,
                      tuple(name for name, _ in skipped))
     if cache_path is not None:
-        _write_cache(cache_path, key, result, np.asarray(kept, np.int64), stats)
+        image_cache.write(cache_path, key, result.images, np.asarray(kept, np.int64), stats, result.framing,
+                          result.skipped)
     return result
 
 
@@ -311,87 +315,6 @@ def _skipped_note(skipped: list[tuple[str, str]], total: int) -> str:
     shown = ", ".join(f"{name} ({reason})" for name, reason in skipped[:_SKIPPED_SHOWN])
     more = f" and {len(skipped) - _SKIPPED_SHOWN} more" if len(skipped) > _SKIPPED_SHOWN else ""
     return f"skipped {len(skipped)} of {total} photos that could not be decoded or framed: {shown}{more}"
-
-
-def _file_digest(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else "absent"
-
-
-def _cache_key(root: Path, split: str, resolution: int, framer: Framer, skip: tuple[type[Exception], ...],
-               names: tuple[str, ...]) -> str:
-    """What a decoded split depends on besides its image files (checked one by one on
-    reading): the annotation and partition files' content, the split's file names, the
-    framer and which errors skip a photo."""
-    digest = hashlib.sha256()
-    framer_name = getattr(framer, "cache_key", getattr(framer, "__name__", type(framer).__name__))
-    digest.update(f"{_CACHE_FORMAT}|{split}|{resolution}|{framer_name}|"
-                  f"{sorted(e.__name__ for e in skip)}|".encode())
-    for name in (HQ_ANNOTATIONS, CELEBA_ANNOTATIONS, CELEBA_PARTITION):
-        digest.update(f"{name}:{_file_digest(root / name)}|".encode())
-    digest.update("\n".join(names).encode())
-    return digest.hexdigest()
-
-
-def _file_stats(directory: Path, names: tuple[str, ...]) -> np.ndarray:
-    """``(N, 2)`` int64: each image file's size and modification time in ns, -1 if absent."""
-    stats = np.full((len(names), 2), -1, np.int64)
-    for i, name in enumerate(names):
-        try:
-            stat = (directory / name).stat()
-            stats[i] = (stat.st_size, stat.st_mtime_ns)
-        except OSError:
-            pass
-    return stats
-
-
-def _write_cache(path: Path, key: str, split: LabelledImages, kept: np.ndarray, stats: np.ndarray) -> None:
-    from recourse.caches import arrays_digest
-
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp.npz")
-    np.savez(temporary, images=split.images, kept=kept, stats=stats, key=np.array(key), count=np.array(len(kept)),
-             sha256=np.array(arrays_digest({"images": split.images, "kept": kept, "stats": stats})),
-             note=np.array(split.framing), skipped=np.array(split.skipped, dtype=str))
-    temporary.replace(path)
-
-
-def _read_cache(path: Path, key: str, annotations: Annotations, directory: Path,
-                resolution: int) -> LabelledImages | None:
-    """The cached split, or None (with a CacheWarning if the file exists but does not match).
-
-    An image file changed since the cache was written (size or time) makes it stale; one
-    deleted since does not: the cache holds what it was."""
-    import zipfile
-
-    from recourse.caches import CacheMismatch, arrays_digest, check_fields, discard
-
-    if not path.is_file():
-        return None
-    names = annotations.filenames
-    try:
-        try:
-            with np.load(path, allow_pickle=False) as cached:
-                stored = {name: cached[name] for name in
-                          ("images", "kept", "stats", "key", "count", "sha256", "note", "skipped")}
-        except (OSError, ValueError, KeyError, EOFError, zipfile.BadZipFile) as error:
-            raise CacheMismatch(f"unreadable or an older format: {error}") from None
-        images, kept, stats = stored["images"], stored["kept"], stored["stats"]
-        check_fields({"key": str(stored["key"]), "count": int(stored["count"])}, {"key": key, "count": len(images)})
-        if images.dtype != np.uint8 or images.shape[1:] != (3, resolution, resolution) or \
-                kept.shape != (len(images),) or kept.dtype != np.int64 or stats.shape != (len(names), 2) or \
-                (len(kept) and (kept.min() < 0 or kept.max() >= len(names) or bool((np.diff(kept) <= 0).any()))):
-            raise CacheMismatch("its arrays do not fit this split")
-        if arrays_digest({"images": images, "kept": kept, "stats": stats}) != str(stored["sha256"]):
-            raise CacheMismatch("its content does not match its checksum")
-        now = _file_stats(directory, names)
-        changed = (now[:, 0] >= 0) & (now != stats).any(axis=1)
-        if changed.any():
-            raise CacheMismatch(f"{int(changed.sum())} image files changed since it was written, "
-                                f"the first {names[int(changed.argmax())]}")
-    except CacheMismatch as error:
-        discard(path, str(error))
-        return None
-    return _subset(annotations, images, kept, str(stored["note"]), tuple(str(n) for n in stored["skipped"]))
 
 
 def load_framed_split(

@@ -12,7 +12,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from pathlib import Path
 
 from recourse.benchmark import BenchmarkResult
 from recourse.paths import assets_dir, project_root

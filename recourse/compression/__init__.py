@@ -13,7 +13,9 @@ uses the recourse points), ``kd-quant`` (4-bit QAT with distillation) and ``prun
 
 # Registration order is the order of every table and list in the project.
 from recourse.compression import ptq, cf_ptq, qat, prune  # noqa: F401  (each registers its handlers)
-from recourse.compression.api import CompressionInputs, QuantizedModel, config_classes, quantize, register
+from recourse.compression.api import (
+    CompressionInputs, QuantizedModel, config_classes, make_config, quantize, register,
+)
 from recourse.compression.configs import (
     CFPTQConfig, CFQQATConfig, CompressionConfig, KDQuantConfig, MixedPrecQATConfig, PruneQuantConfig, PTQInt4Config,
     PTQInt8Config,
@@ -25,5 +27,6 @@ METHODS: tuple[str, ...] = tuple(config_classes())
 __all__ = [
     "CFPTQConfig", "CFQQATConfig", "CompressionConfig", "CompressionInputs", "KDQuantConfig", "METHODS",
     "MixedPrecQATConfig", "PTQInt4Config", "PTQInt8Config", "PruneQuantConfig", "QuantizedModel", "config_classes",
+    "make_config",
     "load_variant", "quantize", "register", "save_variant",
 ]

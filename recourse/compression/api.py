@@ -65,6 +65,20 @@ def config_classes() -> dict[str, type]:
     return {config_class.method: config_class for config_class in _HANDLERS}
 
 
+def make_config(method: str, **settings: Any) -> CompressionConfig:
+    """``method``'s config with the given settings (``None`` values left at their defaults);
+    a setting the method does not take is a ValueError naming it."""
+    configs = config_classes()
+    if method not in configs:
+        raise ValueError(f"unknown method {method!r}; expected one of {', '.join(configs)}")
+    config_class = configs[method]
+    given = {name: value for name, value in settings.items() if value is not None}
+    foreign = sorted(set(given) - set(config_class.__dataclass_fields__))
+    if foreign:
+        raise ValueError(f"{', '.join(foreign)} does not apply to method {method}")
+    return config_class(**given)
+
+
 @dataclass
 class QuantizedModel:
     """A compressed variant: its differentiable twin and its integer-kernel model."""

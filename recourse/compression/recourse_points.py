@@ -128,3 +128,17 @@ def cached_recourse_points(path: str | os.PathLike, make: Callable[[], RecourseP
     path.with_suffix(".json").write_text(json.dumps(
         {"valid": points.count, "attempted": points.attempted, "seconds": round(points.seconds, 1)}) + "\n")
     return points
+
+
+def teacher_recourse_points(teacher: nn.Module, teacher_weights: Path, generator_source: str,
+                            images: torch.Tensor, config: CounterfactualConfig, cache_dir: Path,
+                            progress: Callable[[str, int, int], None] | None = None) -> RecoursePoints:
+    """The teacher's recourse points on ``images``, read from ``cache_dir`` when the same
+    teacher, generator and settings made them before, else made (and cached)."""
+    from recourse.checkpoints import file_digest
+    from recourse.generation import load_generator
+
+    path = recourse_points_path(cache_dir, file_digest(teacher_weights), file_digest(Path(generator_source)),
+                                config, len(images))
+    return cached_recourse_points(path, lambda: make_recourse_points(
+        teacher, images, config=config, generator=load_generator(generator_source), progress=progress))
