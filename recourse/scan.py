@@ -75,25 +75,15 @@ def read_folder(folder: str | os.PathLike, split: str, count: int,
     return tuple(names), iter(images)
 
 
-def scan_folder(
-    folder: str | os.PathLike,
-    variant: str,
-    attribute: str,
-    count: int = 16,
-    split: str = "test",
-    settings: AuditSettings = AuditSettings(),
-    batch_size: int = 1,
-    teacher: nn.Module | None = None,
-    student: Student | None = None,
-    generator: FaceGenerator | None = None,
-) -> Iterator[tuple[int, int, list[FolderCase]]]:
-    """Rank the first ``count`` images of a folder's ``split`` (either CelebA layout); see
-    :func:`scan_images`."""
+def scan_folder(folder: str | os.PathLike, variant: str, attribute: str, count: int = 16, split: str = "test",
+                **options) -> Iterator[tuple[int, int, list[FolderCase]]]:
+    """Rank the first ``count`` usable images of a folder's ``split`` (either CelebA layout);
+    ``options`` are those of :func:`scan_images`."""
     from recourse import models
 
-    teacher = teacher if teacher is not None else models.load_teacher()
+    teacher = options.pop("teacher", None) or models.load_teacher()
     names, images = read_folder(folder, split, count, model_resolution(teacher))
-    yield from scan_images(names, images, variant, attribute, settings, batch_size, teacher, student, generator)
+    yield from scan_images(names, images, variant, attribute, teacher=teacher, **options)
 
 
 def scan_images(

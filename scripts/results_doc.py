@@ -63,27 +63,33 @@ def _rate(value) -> str:
     return "—" if value is None else f"{value:.1f}"
 
 
-def quality_section() -> list[str]:
-    lines = ["## Counterfactual quality", "",
-             "Guided by the full-precision classifier, judged by the oracle (definitions in `docs/metrics.md`; "
-             "FD is on the oracle's penultimate features, *not* FID).", ""]
-    for split, name in QUALITY:
-        report = _load(name)
-        if report is None:
-            lines += [f"_No {split} evaluation in assets/results/ yet._", ""]
-            continue
-        lines += [f"### {split} split, {report['n']} images ({report['seconds']:.0f} s)", "", "```bash",
-                  report["command"].replace(f"out/cf-quality{'-val' if split == 'val' else ''}.json",
-                                            f"assets/results/{name}"), "```", "",
-                  "| attribute | FR % | oracle FR % | oracle FR % (to 1 / to 0) | MNAC | proximity | oracle-feature FD "
-                  "| median s / CF | tasks to 1 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-        for r in report["attributes"]:
-            lines.append(f"| {r['attribute']} | {r['flip_rate']:.1f} | {r['oracle_flip_rate']:.1f} "
-                         f"| {_rate(r['oracle_flip_rate_to_1'])} / {_rate(r['oracle_flip_rate_to_0'])} | {r['mnac']:.2f} "
-                         f"| {r['proximity']:.4f} | {r['oracle_fd']:.2f} | {r['median_seconds']:.3f} "
-                         f"| {r['to_target_1']} / {r['n']} |")
-        lines.append("")
+def _sections(files: tuple[tuple[str, str], ...], render_one) -> list[str]:
+    """``render_one(title, name, record)`` for each result file there is, a note for each missing one."""
+    lines: list[str] = []
+    for title, name in files:
+        record = _load(name)
+        lines += render_one(title, name, record) if record is not None else [f"_No {title} results in assets/ yet._", ""]
     return lines
+
+
+def quality_table(split: str, name: str, report: dict) -> list[str]:
+    lines = [f"### {split} split, {report['n']} images ({report['seconds']:.0f} s)", "", "```bash",
+             report["command"].replace(f"out/cf-quality{'-val' if split == 'val' else ''}.json",
+                                       f"assets/results/{name}"), "```", "",
+             "| attribute | FR % | oracle FR % | oracle FR % (to 1 / to 0) | MNAC | proximity | oracle-feature FD "
+             "| median s / CF | tasks to 1 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in report["attributes"]:
+        lines.append(f"| {r['attribute']} | {r['flip_rate']:.1f} | {r['oracle_flip_rate']:.1f} "
+                     f"| {_rate(r['oracle_flip_rate_to_1'])} / {_rate(r['oracle_flip_rate_to_0'])} | {r['mnac']:.2f} "
+                     f"| {r['proximity']:.4f} | {r['oracle_fd']:.2f} | {r['median_seconds']:.3f} "
+                     f"| {r['to_target_1']} / {r['n']} |")
+    return lines + [""]
+
+
+def quality_section() -> list[str]:
+    return ["## Counterfactual quality", "",
+            "Guided by the full-precision classifier, judged by the oracle (definitions in `docs/metrics.md`; "
+            "FD is on the oracle's penultimate features, *not* FID).", "", *_sections(QUALITY, quality_table)]
 
 
 def conclusions(result: BenchmarkResult, reference: str) -> list[str]:
@@ -112,24 +118,23 @@ def conclusions(result: BenchmarkResult, reference: str) -> list[str]:
     return lines
 
 
-def benchmark_section() -> list[str]:
-    lines = ["## Benchmark", "",
-             "Every variant against the full-precision classifier (VD = Validity Drop; definitions in "
-             "`docs/metrics.md`). The app's Benchmark tab reads the same files.", ""]
-    for title, name in BENCHMARKS:
-        record = _load(name)
-        if record is None:
-            lines += [f"_No {title} benchmark in assets/ yet._", ""]
-            continue
-        result = BenchmarkResult.from_dict(record)
-        lines += [f"### {title}", "", f"`{result.command}` ({result.date}, {result.seconds:.0f} s, N = {result.n} "
-                  f"tasks, attributes {', '.join(result.attributes)}; `assets/{name.replace('.json', '.md')}` "
-                  "adds intervals and per-attribute values)", "", markdown_table(list(result.rows)), ""]
-        for reference in PAIRED_REFERENCES:
-            if any(reference in row.paired for row in result.rows):
-                lines += [f"Paired with `{reference}` on the same tasks (95% bootstrap intervals over tasks):", "",
-                          paired_table(list(result.rows), reference), "", *conclusions(result, reference), ""]
+def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
+    result = BenchmarkResult.from_dict(record)
+    lines = [f"### {title}", "", f"`{result.command}` ({result.date}, {result.seconds:.0f} s, N = {result.n} "
+             f"tasks, attributes {', '.join(result.attributes)}; `assets/{name.replace('.json', '.md')}` "
+             "adds intervals and per-attribute values)", "", markdown_table(list(result.rows)), ""]
+    for reference in PAIRED_REFERENCES:
+        if any(reference in row.paired for row in result.rows):
+            lines += [f"Paired with `{reference}` on the same tasks (95% bootstrap intervals over tasks):", "",
+                      paired_table(list(result.rows), reference), "", *conclusions(result, reference), ""]
     return lines
+
+
+def benchmark_section() -> list[str]:
+    return ["## Benchmark", "",
+            "Every variant against the full-precision classifier (VD = Validity Drop; definitions in "
+            "`docs/metrics.md`). The app's Benchmark tab reads the same files.", "",
+            *_sections(BENCHMARKS, benchmark_tables)]
 
 
 def render() -> str:
