@@ -83,7 +83,8 @@ def quality_table(split: str, name: str, report: dict) -> list[str]:
                      f"| {_rate(r['oracle_flip_rate_to_1'])} / {_rate(r['oracle_flip_rate_to_0'])} | {r['mnac']:.2f} "
                      f"| {r['proximity']:.4f} | {r['oracle_fd']:.2f} | {r['median_seconds']:.3f} "
                      f"| {r['to_target_1']} / {r['n']} |")
-    return lines + [""]
+    return lines + ["", f"Seconds are wall-clock on the run's machine ({report['threads']} torch threads) as it was "
+                        "during the run: they grow when other jobs share the cores.", ""]
 
 
 def quality_section() -> list[str]:

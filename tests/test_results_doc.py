@@ -1,0 +1,60 @@
+"""Published numbers tied to their files: docs/results.md, the benchmark's markdown and the
+recorded accuracies must agree with the result files under assets/."""
+
+import json
+
+import pytest
+
+from recourse.benchmark import BenchmarkResult
+from recourse.checkpoints import read_config
+from recourse.paths import assets_dir, project_root, teacher_dir
+from recourse.render.benchmark import markdown_report
+from scripts import results_doc
+
+BENCHMARKS = ("benchmark", "benchmark-margin0")
+
+
+def test_results_page_is_generated_from_the_assets():
+    assert (project_root() / "docs" / "results.md").read_text() == results_doc.render()
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_benchmark_markdown_is_its_json_rendered(name):
+    record = json.loads((assets_dir() / f"{name}.json").read_text())
+    assert markdown_report(BenchmarkResult.from_dict(record)) == (assets_dir() / f"{name}.md").read_text()
+
+
+@pytest.mark.parametrize("name", BENCHMARKS)
+def test_benchmark_json_round_trips(name):
+    record = json.loads((assets_dir() / f"{name}.json").read_text())
+    assert BenchmarkResult.from_dict(record).to_dict() == record
+
+
+def test_recorded_accuracy_is_the_evaluated_one():
+    evaluated = json.loads((assets_dir() / "results" / "eval-classifier-test.json").read_text())
+    config = read_config(teacher_dir())
+    assert evaluated["mean_accuracy"] == config["test_accuracy"]
+    assert evaluated["per_attribute"] == config["test_accuracy_per_attribute"]
+    assert evaluated["recorded_test_accuracy"] == config["test_accuracy"]
+
+
+def test_results_page_shows_the_benchmark_rows():
+    page = (project_root() / "docs" / "results.md").read_text()
+    record = json.loads((assets_dir() / "benchmark.json").read_text())
+    for row in record["rows"]:
+        assert f"| {row['method']} | {row['acc']:.2f} |" in page
+
+
+def test_a_changed_asset_makes_the_page_stale(tmp_path, monkeypatch):
+    committed = (project_root() / "docs" / "results.md").read_text()
+    results = tmp_path / "assets" / "results"
+    results.mkdir(parents=True)
+    for path in (assets_dir() / "results").glob("*.json"):
+        (results / path.name).write_text(path.read_text())
+    record = json.loads((assets_dir() / "benchmark.json").read_text())
+    record["rows"][1]["acc"] = 12.34
+    (tmp_path / "assets" / "benchmark.json").write_text(json.dumps(record))
+    (tmp_path / "assets" / "benchmark-margin0.json").write_text((assets_dir() / "benchmark-margin0.json").read_text())
+    monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
+    page = results_doc.render()
+    assert "| ptq-int8 | 12.34 |" in page and page != committed
