@@ -215,3 +215,29 @@ def test_a_broken_variant_is_listed_and_the_rest_work(tmp_path):
     text = log.read_text()
     assert "variant ptq-int4: does not load" in text and "variant ptq-int8: loaded" in text
     assert "variant cf-ptq: not built yet" in text
+
+
+@pytest.mark.parametrize("run", ["default margin (3)", "margin 0 (minimal recourse)"])
+def test_the_benchmark_tab_reads_both_committed_runs(run):
+    import json
+
+    import app
+    from recourse.paths import assets_dir
+
+    caption, table, figure = app.benchmark_view(run)
+    record = json.loads((assets_dir() / app.BENCHMARKS[run]).read_text())
+    assert record["command"] in caption and figure is not None
+    assert list(table["method"]) == [row["method"] for row in record["rows"]]
+    assert list(table["Acc %"]) == [f"{row['acc']:.2f}" for row in record["rows"]]
+
+
+def test_a_damaged_benchmark_file_is_reported_not_shown(tmp_path, monkeypatch):
+    import app
+
+    (tmp_path / "assets").mkdir()
+    (tmp_path / "assets" / "benchmark.json").write_text('{"rows": [{"method": "fp32"}]}')
+    monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
+    caption, table, figure = app.benchmark_view("default margin (3)")
+    assert "is not a benchmark file" in caption and table is None and figure is None
+    caption, table, _ = app.benchmark_view("margin 0 (minimal recourse)")
+    assert "No margin 0" in caption and table is None
