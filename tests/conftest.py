@@ -199,6 +199,38 @@ def tiny_classifier(widths: tuple[int, ...] = (4, 8), resolution: int = 16, seed
     return AttributeClassifier(config).eval()
 
 
+def brightness_images(count: int, seed: int = 0):
+    """``LabelledImages`` of 16×16 noise at varied brightness, labelled 1 on the default
+    attributes (Smiling, Young, Male, Eyeglasses) when the image is brighter than mid-grey;
+    the other 36 attributes are always 0."""
+    from recourse.data import DEFAULT_ATTRIBUTES, LabelledImages, attribute_index
+
+    rng = np.random.default_rng(seed)
+    scale = rng.random((count, 1, 1, 1)) * 1.5 + 0.1
+    images = (np.clip(rng.random((count, 3, 16, 16)) * scale, 0, 1) * 255).astype(np.uint8)
+    labels = np.zeros((count, 40), np.uint8)
+    for attribute in DEFAULT_ATTRIBUTES:
+        labels[:, attribute_index(attribute)] = images.mean(axis=(1, 2, 3)) > 127.5
+    return LabelledImages(images, labels, tuple(f"{i}.jpg" for i in range(count)))
+
+
+@pytest.fixture(scope="session")
+def bright_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A tiny classifier trained (by the project's own training) to decide the default
+    attributes by brightness: a real checkpoint whose decisions the tiny generator's edits
+    flip (its basis has a brightness direction), unlike a random one's."""
+    from recourse.classifier import ClassifierConfig
+    from recourse.training import TrainConfig, train_classifier
+
+    folder = tmp_path_factory.mktemp("bright")
+    data = brightness_images(256)
+    train_classifier(data, brightness_images(64, seed=1), folder / "classifier",
+                     ClassifierConfig(widths=(4, 8), resolution=16, dropout=0.0),
+                     TrainConfig(epochs=4, batch_size=32, learning_rate=2e-2, weight_decay=0.0, max_shift=1),
+                     folder / "state.pt")
+    return folder / "classifier"
+
+
 # --- a project home (RECOURSE_HOME) with tiny committed models ------------------------------
 
 

@@ -1,19 +1,22 @@
 import json
 import math
 import os
+import shutil
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 import torch
 
-from recourse.benchmark import recourse_summary
-from recourse.checkpoints import save_classifier
-from recourse.classifier import AttributeClassifier, ClassifierConfig
+from recourse.benchmark import (
+    BenchmarkConfig, BenchmarkResult, BenchmarkRow, BenchmarkSettings, bootstrap_intervals, run_benchmark,
+)
+from recourse.benchmark.tasks import record_columns
+from recourse.checkpoints import load_classifier, read_config, update_config
 from recourse.cli import main
-
-ROOT = Path(__file__).resolve().parents[1]
+from recourse.generation import CounterfactualConfig
+from recourse.render.benchmark import display_rows, markdown_report, markdown_table
+from tests.conftest import ROOT
 
 
 def _record(task, teacher_valid, teacher_cost, accepts, valid, cost, cosine, attribute="Smiling"):
@@ -29,60 +32,105 @@ def test_recourse_summary_by_hand():
         _record(2, True, 0.20, False, False, 0.90, -1.0),  # in S (rejected), not B
         _record(3, False, 0.50, True, True, 0.10, 0.0),  # in neither
     ]
-    summary = recourse_summary(records, "g")
-    assert summary["vd"] == pytest.approx(100 * 2 / 3) and summary["s"] == 3
-    assert summary["b"] == 2 and summary["n"] == 4
+    summary = record_columns(records, "g").summary()
+    assert summary.vd == pytest.approx(100 * 2 / 3) and summary.s == 3
+    assert summary.b == 2 and summary.n == 4
     # B = {0, 1}: mean |c_g − c_f| = (0.1 + 0) / 2, mean c_f = (0.1 + 0.3) / 2
-    assert summary["crg"] == pytest.approx(0.05 / 0.2)
-    assert summary["dirsim"] == pytest.approx(100 * (0.5 + 1.0) / 2)
-    assert summary["success_rate"] == pytest.approx(75.0)
+    assert summary.crg == pytest.approx(0.05 / 0.2)
+    assert summary.dirsim == pytest.approx(100 * (0.5 + 1.0) / 2)
+    assert summary.success_rate == pytest.approx(75.0)
+    assert record_columns(records, "g").image(2).reason == "the compressed model's recourse is not valid for itself"
 
 
 def test_bootstrap_intervals_hold_the_estimate_and_a_paired_self_difference_is_zero():
-    from recourse.benchmark import bootstrap_intervals
-
     generator = torch.Generator().manual_seed(0)
-    records = [_record(i, bool(torch.rand(1, generator=generator) < 0.9), 0.1 + float(torch.rand(1, generator=generator)),
-                       bool(torch.rand(1, generator=generator) < 0.8), True, 0.2, float(torch.rand(1, generator=generator)))
-               for i in range(60)]
+    draw = lambda: float(torch.rand(1, generator=generator))  # noqa: E731
+    records = [_record(i, draw() < 0.9, 0.1 + draw(), draw() < 0.8, True, 0.2, draw()) for i in range(60)]
     for record in records:
         record["students"]["h"] = dict(record["students"]["g"])
-    summary = recourse_summary(records, "g")
-    intervals = bootstrap_intervals(records, "g", samples=300)
+    columns, twin = record_columns(records, "g"), record_columns(records, "h")
+    summary = columns.summary()
+    intervals = bootstrap_intervals(columns, samples=300)
     for metric in ("vd", "crg", "dirsim"):
         low, high = intervals[metric]
-        assert low <= summary[metric] <= high and low < high
-    assert bootstrap_intervals(records, "g", samples=300) == intervals  # seeded
-    paired = bootstrap_intervals(records, "g", reference="h", samples=100)
+        assert low <= getattr(summary, metric) <= high and low < high
+    assert bootstrap_intervals(columns, samples=300) == intervals  # seeded
+    assert bootstrap_intervals(columns, samples=300, seed=1) != intervals
+    paired = bootstrap_intervals(columns, reference=twin, samples=100)
     assert all(paired[m] == [0.0, 0.0] for m in ("vd", "crg", "dirsim"))
 
 
 def test_recourse_summary_with_empty_s_and_b_is_undefined_not_zero():
-    summary = recourse_summary([_record(0, False, 0.1, False, False, 0.1, 0.0)], "g")
-    assert math.isnan(summary["vd"]) and math.isnan(summary["crg"]) and math.isnan(summary["dirsim"])
-    assert summary["s"] == 0 and summary["b"] == 0 and summary["success_rate"] == 0
+    summary = record_columns([_record(0, False, 0.1, False, False, 0.1, 0.0)], "g").summary()
+    assert math.isnan(summary.vd) and math.isnan(summary.crg) and math.isnan(summary.dirsim)
+    assert summary.s == 0 and summary.b == 0 and summary.success_rate == 0
+
+
+def _row(method: str, **values) -> BenchmarkRow:
+    base = dict(method=method, acc=90.0, vd=4.0, crg=0.2, dirsim=80.0, success_rate=70.0, overhead=1.0,
+                agreement=99.0, twin_integer_agreement=99.5, bits_per_weight=4.0, size_mb=1.0, latency_batch1_ms=1.0,
+                latency_batch32_ms=10.0, integer_kernels=True, n=10, s=8, b=6)
+    return BenchmarkRow(**{**base, **values})
+
+
+def test_a_result_with_undefined_metrics_is_strict_json_and_reads_back():
+    result = BenchmarkResult(
+        date="2026-11-30", command="python -m recourse benchmark", split="test", n=10, attributes=("Smiling",),
+        accuracy_images=20, processes=1, seconds=12.0, settings={"n": 10},
+        rows=(_row("fp32", vd=None, crg=None, dirsim=None, overhead=None, s=10, b=0),
+              _row("ptq-int4", vd=float("nan"), crg=math.inf, dirsim=float("nan"),
+                   intervals={"vd": [float("nan")] * 2, "crg": [0.1, 0.3], "dirsim": [float("nan")] * 2})))
+    record = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert record["rows"][1]["vd"] is None and record["rows"][1]["crg"] is None
+    assert record["rows"][1]["intervals"] == {"vd": [None, None], "crg": [0.1, 0.3], "dirsim": [None, None]}
+    again = BenchmarkResult.from_dict(record)
+    assert again.rows[1].vd is None and again.rows[0].method == "fp32" and again.n == 10
+    headers, cells = display_rows(again)
+    assert headers[:3] == ["method", "Acc %", "VD % ↓"] and cells[1][2] == "—"
+    table = markdown_table(list(result.rows))
+    assert "| ptq-int4 | 90.00 | n/a | inf |" in table  # NaN: undefined; an infinite CRG says so
+    assert markdown_report(again).startswith("Benchmark on test (2026-11-30)")
+    with pytest.raises(ValueError, match="not a benchmark record"):
+        BenchmarkResult.from_dict({"rows": [{"method": "fp32"}]})
+
+
+# --- the whole benchmark, from the command line --------------------------------------------
+
+TRAIN_SECONDS, INT8_SECONDS, INT4_SECONDS = 100.0, 10.0, 30.0
+# few finishing steps and a small margin (which the integer models also see past): fast tasks, B not empty
+FAST = CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=20, margin=2.0)
 
 
 @pytest.fixture
-def tiny_setup(hq_folder, tmp_path, tiny_generator):
+def tiny_setup(hq_folder, tmp_path, tiny_generator, bright_checkpoint) -> dict:
+    """A teacher, two variants with known T_make, a generator and a folder, as a benchmark sees them."""
     from recourse.compression import PTQInt4Config, PTQInt8Config, quantize, save_variant
 
     root, _ = hq_folder
-    torch.manual_seed(0)
-    model = AttributeClassifier(ClassifierConfig(widths=(4,), resolution=16)).eval()
-    with torch.no_grad():
-        model.head[2].weight.mul_(40)  # decisions that small edits can flip, so S and B are not empty
-    save_classifier(model, tmp_path / "fp32", {"training_seconds": 100.0})
+    shutil.copytree(bright_checkpoint, tmp_path / "fp32")  # decisions the tiny generator flips: S and B not empty
+    update_config(tmp_path / "fp32", training_seconds=TRAIN_SECONDS)
+    model = load_classifier(tmp_path / "fp32")
     calibration = torch.rand(8, 3, 16, 16, generator=torch.Generator().manual_seed(0))
-    for config in (PTQInt8Config(calibration_images=8), PTQInt4Config(calibration_images=8)):
+    for config, seconds in ((PTQInt8Config(calibration_images=8), INT8_SECONDS),
+                            (PTQInt4Config(calibration_images=8), INT4_SECONDS)):
         save_variant(quantize(model, config, calibration), model, tmp_path / "variants" / config.method)
+        update_config(tmp_path / "variants" / config.method, make_seconds=seconds)  # T_make, known
     tiny_generator.save_pretrained(tmp_path / "generator")
-    return [
-        "benchmark", "--data", str(root), "--split", "all", "--tasks", "6", "--chunk-size", "2",
-        "--checkpoint", str(tmp_path / "fp32"), "--variants-dir", str(tmp_path / "variants"),
-        "--methods", "ptq-int8", "ptq-int4", "--generator", str(tmp_path / "generator"),
-        "--attributes", "Smiling", "Young", "--steps", "10", "--no-cache",
-    ]
+    return {"data": root, "split": "all", "checkpoint": tmp_path / "fp32", "variants_dir": tmp_path / "variants",
+            "generator": str(tmp_path / "generator"), "methods": ("ptq-int8", "ptq-int4"), "image_cache": None,
+            "settings": BenchmarkSettings(n=6, attributes=("Smiling", "Young"), chunk_size=2, counterfactual=FAST,
+                                          latency_repeats=2)}
+
+
+def command_line(setup: dict) -> list[str]:
+    """The same benchmark as ``python -m recourse benchmark`` arguments (the generation
+    settings the command line has no flag for keep their defaults there)."""
+    settings = setup["settings"]
+    return ["benchmark", "--data", str(setup["data"]), "--split", setup["split"], "--tasks", str(settings.n),
+            "--chunk-size", str(settings.chunk_size), "--checkpoint", str(setup["checkpoint"]),
+            "--variants-dir", str(setup["variants_dir"]), "--methods", *setup["methods"],
+            "--generator", setup["generator"], "--attributes", *settings.attributes, "--steps", "10",
+            "--noise-level", "0.5", "--margin", "2", "--no-cache"]
 
 
 def _comparable(report: dict) -> list[dict]:
@@ -90,57 +138,64 @@ def _comparable(report: dict) -> list[dict]:
     return [{k: v for k, v in row.items() if not k.startswith("latency")} for row in report["rows"]]
 
 
-def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_path, capsys):
+def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_path):
     out = tmp_path / "bench"
-    assert main([*tiny_setup, "--out", str(out)]) == 0
-    report = json.loads((out / "benchmark.json").read_text())
+    result = run_benchmark(BenchmarkConfig(out=out, **tiny_setup))
+    report = json.loads((out / "benchmark.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
+    assert report == json.loads(json.dumps(result.to_dict()))
     assert [row["method"] for row in report["rows"]] == ["fp32", "ptq-int8", "ptq-int4"]
     assert report["n"] == 6 and report["attributes"] == ["Smiling", "Young"] and report["processes"] == 1
-    int8 = report["rows"][1]
-    assert int8["overhead"] == pytest.approx(1.0) and int8["integer_kernels"]
-    assert int8["n"] == 6 and 0 < int8["b"] <= int8["s"] <= 6
+    fp32, int8, int4 = report["rows"]
+    # Overhead = (T_train + T_make(variant)) / (T_train + T_make(ptq-int8)), from the files' times
+    assert int8["overhead"] == 1.0
+    assert int4["overhead"] == pytest.approx((TRAIN_SECONDS + INT4_SECONDS) / (TRAIN_SECONDS + INT8_SECONDS))
+    assert fp32["overhead"] is None and fp32["s"] == round(fp32["success_rate"] * 6 / 100)
+    assert int8["integer_kernels"] and int8["n"] == 6 and 0 < int8["b"] <= int8["s"] <= 6
     assert set(int8["per_attribute"]) == {"Smiling", "Young"}
-    assert report["rows"][2]["bits_per_weight"] == 4.0
-    assert "| ptq-int4 |" in (out / "benchmark.md").read_text()
-    assert "| method − ptq-int4 |" in (out / "benchmark.md").read_text()
-    versus = report["rows"][1]["paired"]["ptq-int4"]
-    assert set(versus) == {"vd", "crg", "dirsim"} and report["rows"][2]["paired"] == {}
-    assert versus["vd"][0] == pytest.approx(report["rows"][1]["vd"] - report["rows"][2]["vd"])
+    assert int4["bits_per_weight"] == 4.0 and int8["bits_per_weight"] == 8.0
+    markdown = markdown_report(result)
+    assert "| ptq-int4 |" in markdown and "| method − ptq-int4 |" in markdown
+    versus = int8["paired"]["ptq-int4"]
+    assert set(versus) == {"vd", "crg", "dirsim"} and int4["paired"] == {}
+    assert int4["s"] == int8["s"]  # S is the teacher's: the same for every student, so VD is defined for both
+    assert versus["vd"][0] == pytest.approx(int8["vd"] - int4["vd"])
     chunks = sorted((out / "cache").glob("*-0000*"))
     assert len(chunks) == 3 * 3  # three chunks: the teacher's part and one per student
     stamps = [c.stat().st_mtime_ns for c in chunks]
-    assert main([*tiny_setup, "--out", str(out)]) == 0  # a second run reads every chunk back
+    run_benchmark(BenchmarkConfig(out=out, **tiny_setup))  # a second run reads every chunk back
     assert [c.stat().st_mtime_ns for c in chunks] == stamps
     assert _comparable(json.loads((out / "benchmark.json").read_text())) == _comparable(report)
-    # a rebuilt variant recomputes only its own part
-    from recourse.compression import load_variant, save_variant
+    # a rebuilt variant (other calibration images, other weights) recomputes only its own part
+    from recourse.compression import PTQInt4Config, quantize, save_variant
 
-    variant_dir = Path(tiny_setup[tiny_setup.index("--variants-dir") + 1]) / "ptq-int4"
-    variant = load_variant(variant_dir)
-    with torch.no_grad():
-        dict(variant.twin.named_parameters())["head.2.bias"].add_(0.01)
-    save_variant(variant, AttributeClassifier(ClassifierConfig(widths=(4,), resolution=16)), variant_dir,
-                 {"layer_bits": variant.layer_bits})
-    assert main([*tiny_setup, "--out", str(out)]) == 0
+    model = load_classifier(tiny_setup["checkpoint"])
+    other = torch.rand(8, 3, 16, 16, generator=torch.Generator().manual_seed(1))
+    save_variant(quantize(model, PTQInt4Config(calibration_images=8), other), model,
+                 tiny_setup["variants_dir"] / "ptq-int4")
+    run_benchmark(BenchmarkConfig(out=out, **tiny_setup))
     assert [c.stat().st_mtime_ns for c in chunks] == stamps
     assert len(list((out / "cache").glob("ptq-int4-*"))) == 6
 
 
-def test_two_processes_give_the_single_process_result(tiny_setup, tmp_path):
-    assert main([*tiny_setup, "--out", str(tmp_path / "one")]) == 0
+@pytest.mark.slow
+def test_the_command_on_two_processes_gives_the_single_process_result(tiny_setup, tmp_path, capsys):
+    arguments = command_line(tiny_setup)
+    assert main([*arguments, "--out", str(tmp_path / "one")]) == 0
+    assert "| ptq-int4 |" in capsys.readouterr().out
+    assert "| method − ptq-int4 |" in (tmp_path / "one" / "benchmark.md").read_text()
     command = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", "2",
-               "-m", "recourse", *tiny_setup, "--out", str(tmp_path / "two")]
+               "-m", "recourse", *arguments, "--out", str(tmp_path / "two")]
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     finished = subprocess.run(command, cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert finished.returncode == 0, finished.stderr[-3000:]
     one = json.loads((tmp_path / "one" / "benchmark.json").read_text())
     two = json.loads((tmp_path / "two" / "benchmark.json").read_text())
-    assert two["processes"] == 2
+    assert one["processes"] == 1 and two["processes"] == 2
     assert _comparable(two) == _comparable(one)
 
 
 def test_missing_variant_is_a_clear_error(tiny_setup, tmp_path, capsys):
-    args = [*tiny_setup, "--out", str(tmp_path / "bench")]
-    args[args.index("ptq-int4")] = "kd-quant"
-    assert main(args) == 2
+    arguments = command_line(tiny_setup)
+    arguments[arguments.index("ptq-int4")] = "kd-quant"
+    assert main([*arguments, "--out", str(tmp_path / "bench")]) == 2
     assert "variant not found" in capsys.readouterr().err

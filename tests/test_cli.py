@@ -7,7 +7,7 @@ import torch
 from recourse.checkpoints import read_config, save_classifier
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 from recourse.cli import main
-from tests.conftest import build_home, make_generator, random_faces, still_generator, tiny_classifier, write_hq_folder
+from tests.conftest import build_home, make_generator, random_faces, still_generator, tiny_classifier
 
 
 @pytest.fixture
@@ -104,23 +104,20 @@ def test_quantize_command_saves_a_loadable_variant(hq_folder, tiny_checkpoint, t
     assert variant.integer is not None and variant.details["command"].startswith("python -m recourse quantize")
 
 
-@pytest.mark.slow
-def test_quantize_cf_ptq_makes_the_teachers_recourse_points_once(tmp_path, tiny_generator):
+def test_quantize_cf_ptq_makes_the_teachers_recourse_points_once(hq_folder, tmp_path, tiny_generator, bright_checkpoint):
     """The real recourse points (the teacher's counterfactuals, seconds of work), made once."""
     from recourse.compression import load_variant
 
-    root = tmp_path / "hq"
-    write_hq_folder(root, list(range(12)) + [27000])  # twelve training images
-    # a steep tiny classifier: the tiny generator's edits flip a few of its decisions
-    save_classifier(tiny_classifier(widths=(4,), gain=100), tmp_path / "flippable", {})
+    root, _ = hq_folder  # three training images
     tiny_generator.save_pretrained(tmp_path / "generator")
     cache = tmp_path / "cache"
-    args = ["quantize", "--method", "cf-ptq", "--data", str(root), "--checkpoint", str(tmp_path / "flippable"),
-            "--generator", str(tmp_path / "generator"), "--recourse-points", "12", "--calibration-images", "2",
-            "--steps", "10", "--noise-level", "0.5", "--margin", "0", "--no-cache", "--cache-dir", str(cache)]
+    # a teacher whose decisions the tiny generator flips, so that there are points to use
+    args = ["quantize", "--method", "cf-ptq", "--data", str(root), "--checkpoint", str(bright_checkpoint),
+            "--generator", str(tmp_path / "generator"), "--recourse-points", "3", "--calibration-images", "2",
+            "--steps", "10", "--margin", "2", "--no-cache", "--cache-dir", str(cache)]
     assert main([*args, "--out", str(tmp_path / "one")]) == 0
-    made = list(cache.glob("recourse-points-*-12.safetensors"))
-    assert len(made) == 1  # the teacher's counterfactuals on the 12 first training images, cached
+    made = list(cache.glob("recourse-points-*-3.safetensors"))
+    assert len(made) == 1  # the teacher's counterfactuals on the 3 training images, cached
     note = json.loads(made[0].with_suffix(".json").read_text())
     stamp = made[0].stat().st_mtime_ns
     assert main([*args, "--out", str(tmp_path / "two")]) == 0
