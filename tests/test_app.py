@@ -1,4 +1,5 @@
-"""``python app.py`` launched for real on localhost and driven through gradio_client."""
+"""The app: its event functions in this process on a tiny ``RECOURSE_HOME``, and ``python app.py``
+launched for real on localhost, driven through gradio_client, with the committed models."""
 
 import html
 import json
@@ -9,16 +10,17 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import torch
 from PIL import Image
 
-from recourse.audit import VARIANTS, VARIANTS_DIR
+import app  # imported here, with the checkout as its home: the gallery is the committed one
+from recourse.data import ATTRIBUTES
+from recourse.render.audit_html import CARDS
 from scripts.app_screenshot import start_app
+from tests.conftest import ROOT, build_home, still_generator, tiny_classifier
 
-ROOT = Path(__file__).resolve().parents[1]
-AVAILABLE = [v for v in VARIANTS if (VARIANTS_DIR / v / "config.json").is_file()]
 FLIP = "flip the full-precision decision"
-
-pytestmark = pytest.mark.skipif(not AVAILABLE, reason="no compressed variant under checkpoints/variants/")
+TARGET_LABELS = {1: "1 (attribute present)", 0: "0 (attribute absent)"}
 
 
 def photo() -> Path:
@@ -26,6 +28,79 @@ def photo() -> Path:
     import matplotlib
 
     return Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
+
+
+def no_progress(*args, **kwargs) -> None:
+    """Stands in for gradio's progress bar outside a request."""
+
+
+# --- in this process, on a tiny home --------------------------------------------------------
+
+
+def test_the_app_shows_a_recourse_that_changes_nothing(project_home):
+    """A generator that edits nothing and a target both models already decide: the value cards
+    and the verdict say why CRG_i and DirSim_i are undefined, and the exports are strict JSON."""
+    from recourse import models
+
+    teacher = tiny_classifier(seed=0)
+    build_home(project_home, teacher, still_generator(16))
+    pixels = (np.random.default_rng(0).random((16, 16, 3)) * 255).astype(np.uint8)
+    x = app.framed_tensor(pixels)[None]
+    with torch.no_grad():
+        teacher_logits, student_logits = teacher(x)[0], models.load_student("ptq-int8").decider(x)[0]
+    agreed = [i for i in range(40) if (teacher_logits[i] >= 0) == (student_logits[i] >= 0)]
+    index = max(agreed, key=lambda i: abs(float(teacher_logits[i])))
+    target = int(teacher_logits[index] >= 0)
+    steps = list(app.run_audit(None, pixels, "ptq-int8", ATTRIBUTES[index], TARGET_LABELS[target], 4, 40, 0, 0.0,
+                               progress=no_progress))
+    assert len(steps) == 2 and app.cards not in steps[0]  # the predictions first, then everything
+    shown = steps[-1]
+    cards = shown[app.cards]
+    assert cards.count('class="value-card"') == len(CARDS)
+    assert cards.count("undefined: the full-precision recourse changes nothing") == 2  # CRG_i and DirSim_i
+    assert "cannot be compared with the full-precision one: the full-precision recourse changes nothing" \
+        in shown[app.verdict]
+    values = shown[app.raw]
+    assert values["recourse"]["crg"] is None and values["recourse"]["teacher_cost"] == 0
+    exported = json.loads(Path(shown[app.export_json]).read_text(),
+                          parse_constant=lambda name: pytest.fail(f"{name} in the export"))
+    assert exported["recourse"] == values["recourse"] and exported["verdict"] in shown[app.verdict]
+    assert html.escape(exported["verdict"]) in Path(shown[app.export_html]).read_text()
+
+
+def test_the_benchmark_tab_reads_its_file(project_home):
+    from recourse.benchmark import BenchmarkResult, BenchmarkRow
+
+    caption, table, plot = app.benchmark_view()
+    assert "No default margin (3) benchmark yet" in caption and table is None and plot is None
+    row = dict(acc=90.0, vd=None, crg=None, dirsim=None, success_rate=70.0, overhead=None, agreement=100.0,
+               twin_integer_agreement=None, bits_per_weight=32.0, size_mb=1.0, latency_batch1_ms=1.0,
+               latency_batch32_ms=9.0, integer_kernels=False, n=10, s=7, b=0)
+    rows = (BenchmarkRow(method="fp32", **row),
+            BenchmarkRow(method="ptq-int4", **{**row, "vd": 4.0, "crg": float("nan"), "dirsim": 80.0, "b": 5}))
+    result = BenchmarkResult(date="2026-11-30", command="python -m recourse benchmark", split="test", n=10,
+                             attributes=("Smiling",), accuracy_images=20, processes=1, seconds=3.0, settings={},
+                             rows=rows)
+    (project_home / "assets").mkdir()
+    (project_home / "assets" / "benchmark.json").write_text(json.dumps(result.to_dict(), allow_nan=False))
+    caption, table, plot = app.benchmark_view()
+    assert "2026-11-30" in caption and list(table["method"]) == ["fp32", "ptq-int4"]
+    assert list(table["CRG ↓"]) == ["—", "—"]  # undefined, as written (null) in the file
+    assert [axis.get_xlabel()[:3] for axis in plot.axes] == ["VD ", "CRG", "Dir"]
+    (project_home / "assets" / "benchmark.json").write_text("{not json")
+    assert "is not a benchmark file" in app.benchmark_view()[0]
+
+
+def test_gallery_faces_have_provenance():
+    faces = app.gallery_faces()
+    assert len(faces) >= 2
+    for path, title in faces:
+        provenance = json.loads(Path(path).with_suffix(".json").read_text())
+        assert provenance["title"] == title and provenance["source"] and provenance["license"]
+        assert np.asarray(Image.open(path)).shape == (64, 64, 3)
+
+
+# --- python app.py, for real ------------------------------------------------------------------
 
 
 @pytest.fixture(scope="module")
@@ -40,10 +115,11 @@ def client(tmp_path_factory):
         raise RuntimeError(f"{error}\n{log.read_text()[-3000:]}") from None
 
 
-def audit(client, path, variant=None, attribute="Smiling", target=FLIP, steps=20, guidance=40.0, seed=0):
+def audit(client, path, variant="ptq-int8", attribute="Smiling", target=FLIP, steps=20, guidance=40.0, seed=0,
+          margin=0.0):
     from gradio_client import handle_file
 
-    return client.predict(handle_file(str(path)), variant or AVAILABLE[0], attribute, target, steps, guidance, seed,
+    return client.predict(handle_file(str(path)), variant, attribute, target, steps, guidance, seed, margin,
                           api_name="/audit")
 
 
@@ -52,12 +128,15 @@ def values_of(outputs) -> dict:
     return next(o for o in outputs if isinstance(o, dict) and "recourse" in o)
 
 
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
 def test_upload_audit_equals_the_cli(client, tmp_path):
     outputs = audit(client, photo())
     ui = values_of(outputs)
     out = tmp_path / "audit.json"
-    # The CLI in its own process, like the app, with the same thread settings.
-    done = subprocess.run([sys.executable, "-m", "recourse", "audit", str(photo()), "--variant", AVAILABLE[0],
+    # The CLI in its own process, like the app, with the same settings (margin 0 is both defaults).
+    done = subprocess.run([sys.executable, "-m", "recourse", "audit", str(photo()), "--variant", "ptq-int8",
                            "--attribute", "Smiling", "--json", str(out)], cwd=ROOT, env=os.environ.copy(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -70,22 +149,18 @@ def test_upload_audit_equals_the_cli(client, tmp_path):
     assert exported["recourse"] == cli["recourse"]
     report = Path(next(o for o in outputs if isinstance(o, str) and o.endswith(".html"))).read_text()
     assert html.escape(cli["verdict"]) in report and html.escape("V_g(x'_f)") in report
-    # every image came back: the aligned face, two counterfactuals, two differences, four maps
+    # every image came back: the face, two counterfactuals, two differences, four maps
     assert sum(1 for o in outputs if isinstance(o, str) and o.endswith(".png")) == 9
 
 
-def bomb(path: Path) -> None:
-    """A small PNG file that claims 12000 × 12000 pixels."""
-    Image.new("1", (12000, 12000)).save(path, optimize=True)
-
-
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
 @pytest.mark.parametrize("make, message", [
-    (lambda p: p.write_bytes(b"plain text, not an image"), "not a readable image"),
-    (lambda p: p.write_bytes(photo().read_bytes()[:5000]), "not a readable image"),
-    (bomb, "larger than the 64,000,000-pixel limit"),
     (lambda p: Image.new("RGB", (400, 300), (190, 170, 150)).save(p, format="PNG"), "no face found"),
     (lambda p: Image.new("RGB", (20, 20)).save(p, format="PNG"), "too small"),
-], ids=["not-an-image", "truncated", "decompression-bomb", "no-face", "tiny"])
+    (lambda p: p.write_bytes(b"plain text, not an image"), None),  # refused when the upload is decoded
+    (lambda p: p.write_bytes(photo().read_bytes()[:5000]), None),
+], ids=["no-face", "tiny", "not-an-image", "truncated"])
 def test_bad_uploads_get_a_clear_message(client, tmp_path, make, message):
     from gradio_client.exceptions import AppError
 
@@ -96,6 +171,8 @@ def test_bad_uploads_get_a_clear_message(client, tmp_path, make, message):
     assert str(tmp_path) not in str(error.value)  # the user's file name, not the server's temp path
 
 
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
 @pytest.mark.parametrize("arguments, message", [
     ({"variant": "int3-magic"}, "int3-magic is not in the list of choices"),
     ({"attribute": "Smile"}, "Smile is not in the list of choices"),
@@ -110,50 +187,30 @@ def test_bad_api_values_get_a_clear_message(client, arguments, message):
         audit(client, photo(), **arguments)
 
 
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
 def test_the_app_still_serves_after_bad_input(client):
     values = values_of(audit(client, photo(), attribute="Young", target="1 (attribute present)"))
     assert values["attribute"] == "Young" and values["target"] == 1
 
 
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
 def test_find_failures_ranks_a_folder(client, hq_folder):
-    root, _ = hq_folder  # three test-split images of noise
-    rows, status = client.predict(str(root), "test", 3, AVAILABLE[0], "Smiling", api_name="/find_failures")
+    root, _ = hq_folder  # three test-split images of noise, framed at 16 px, resized to the model's 64
+    rows, _, status = client.predict("server folder", str(root), None, "test", 3, None, "ptq-int8", "Smiling",
+                                        20, 40, 0, 0.0, api_name="/find_failures")
     table = rows["data"] if isinstance(rows, dict) else rows
     assert [row[0] for row in table] == [1, 2, 3] and "3 of 3" in status
     scores = [row[3] for row in table if not isinstance(row[3], str)]
     assert scores == sorted(scores, reverse=True)
 
 
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
 def test_find_failures_rejects_a_non_dataset_folder(client, tmp_path):
     from gradio_client.exceptions import AppError
 
     with pytest.raises(AppError, match="not a CelebA folder"):
-        client.predict(str(tmp_path), "test", 3, AVAILABLE[0], "Smiling", api_name="/find_failures")
-
-
-def test_benchmark_tab_reads_its_file(monkeypatch, tmp_path):
-    import app
-
-    monkeypatch.setattr(app, "BENCHMARK", tmp_path / "benchmark.json")
-    caption, table, plot = app.benchmark_view()
-    assert "No benchmark yet" in caption and table is None and plot is None
-    rows = [{"method": "fp32", "acc": 90.6, "vd": None, "crg": None, "dirsim": None, "per_attribute": {}},
-            {"method": "ptq-int4", "acc": 90.1, "vd": 4.0, "crg": 0.2, "dirsim": 80.0, "per_attribute": {"Smiling": {}}}]
-    (tmp_path / "benchmark.json").write_text(json.dumps({"rows": rows, "date": "2026-11-30", "command": "cmd"}))
-    caption, table, plot = app.benchmark_view()
-    assert "2026-11-30" in caption and list(table["method"]) == ["fp32", "ptq-int4"]
-    assert table["per_attribute"][1] == '{"Smiling": {}}'  # nested values shown as JSON
-    assert [axis.get_xlabel()[:3] for axis in plot.axes] == ["VD ", "CRG", "Dir"]
-    (tmp_path / "benchmark.json").write_text("{not json")
-    assert "not a benchmark file" in app.benchmark_view()[0]
-
-
-def test_gallery_faces_have_provenance():
-    import app
-
-    faces = app.gallery_faces()
-    assert len(faces) >= 2
-    for path, title in faces:
-        provenance = json.loads(Path(path).with_suffix(".json").read_text())
-        assert provenance["title"] == title and provenance["source"] and provenance["license"]
-        assert np.asarray(Image.open(path)).shape == (64, 64, 3)
+        client.predict("server folder", str(tmp_path), None, "test", 3, None, "ptq-int8", "Smiling", 20, 40, 0, 0.0,
+                       api_name="/find_failures")

@@ -2,19 +2,15 @@
 
 import pytest
 
-from recourse.audit import VARIANTS, VARIANTS_DIR
 from recourse.render.audit_html import CARDS
 from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS, audit_gallery_face, start_app
 
-pytestmark = [
-    pytest.mark.skipif(not CHROMIUM.is_file(), reason=f"{CHROMIUM} not installed (apt-get install chromium)"),
-    pytest.mark.skipif(not (VARIANTS_DIR / VARIANTS[0] / "config.json").is_file(),
-                       reason=f"the default variant {VARIANTS[0]} is not built"),
-]
+pytestmark = [pytest.mark.requires("chromium", "playwright", "committed_variants"), pytest.mark.slow]
 
 
 def test_gallery_audit_in_a_browser(tmp_path):
-    playwright_api = pytest.importorskip("playwright.sync_api")
+    import playwright.sync_api as playwright_api
+
     with start_app(log=tmp_path / "app.log") as url, playwright_api.sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
         try:
@@ -29,7 +25,8 @@ def test_gallery_audit_in_a_browser(tmp_path):
             for _, title, _ in CARDS:
                 assert title in text
             assert "recourse" in page.locator("#verdict").inner_text()
-            assert "decisions differ" in page.locator("#predictions").inner_text() or \
-                "agree on all 40 decisions" in page.locator("#predictions").inner_text()
+            page.get_by_text("Both models' 40 predictions").click()  # a closed accordion
+            predictions = page.locator("#predictions").inner_text()
+            assert "decisions differ" in predictions or "agree on all 40 decisions" in predictions
         finally:
             browser.close()
