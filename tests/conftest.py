@@ -28,7 +28,6 @@ HQ_DATA = SHARED_DATA / "celeba-hq-64"
 ALIGNED_DATA = SHARED_DATA / "celeba-aligned-dev"
 COMMITTED = ROOT / "checkpoints"
 CHROMIUM = Path("/usr/bin/chromium")  # Debian's; scripts/app_screenshot.py drives the same one
-REQUIRE_ALL = os.environ.get("RECOURSE_REQUIRE_ALL") == "1"
 
 
 def _committed_variants_built() -> bool:
@@ -49,7 +48,7 @@ PREREQUISITES: dict[str, tuple[Callable[[], bool], str]] = {
 
 def missing(reason: str) -> None:
     """Skip for a missing prerequisite, or fail when ``RECOURSE_REQUIRE_ALL=1``."""
-    if REQUIRE_ALL:
+    if os.environ.get("RECOURSE_REQUIRE_ALL") == "1":
         pytest.fail(f"{reason} (RECOURSE_REQUIRE_ALL=1: every test must run)", pytrace=False)
     pytest.skip(reason)
 
