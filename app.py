@@ -493,4 +493,6 @@ if __name__ == "__main__":
     threading.Thread(target=warm_up, daemon=True).start()
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
                               font_mono=["ui-monospace", "monospace"])  # system fonts: nothing fetched, offline
-    demo.launch(theme=theme, css=CSS, max_file_size=faces.MAX_UPLOAD_BYTES, show_error=True)
+    # show_error=False: errors we raise (gr.Error) are shown; any other, gradio's own included, shows a
+    # generic message, since its text may hold server paths
+    demo.launch(theme=theme, css=CSS, max_file_size=faces.MAX_UPLOAD_BYTES, show_error=False)

@@ -24,11 +24,10 @@ from recourse.paired import Student
 
 
 def _generator():
-    from recourse.generation import LatentDenoiser, LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
+    from tests.conftest import make_generator  # a randomly initialised denoiser: a prior that moves latents
 
-    torch.manual_seed(0)
     faces = (np.random.default_rng(0).random((32, 3, 16, 16)) * 255).astype(np.uint8)
-    return LatentFaceGenerator(fit_pca_autoencoder(faces, 4), LatentDenoiser(4, 8, 1), default_scheduler())
+    return make_generator(faces, latent_dim=4, width=8)
 
 
 def _classifier(seed: int) -> AttributeClassifier:
