@@ -130,6 +130,8 @@ def load(url: str, pid: int, variant: str, clients: int, seconds: float) -> None
               f"max {max(latencies):.2f} s; throughput {counts['completed'] / seconds:.2f} audits/s")
     print(f"  server memory (VmRSS, MiB): start {memory[0]:.0f}, after the first 5 s {memory[1]:.0f}, "
           f"end {memory[-1]:.0f}, max {max(memory):.0f}")
+    quarters = [memory[min(len(memory) - 1, round(q * (len(memory) - 1) / 4))] for q in range(5)]
+    print("  at 0, 1/4, 1/2, 3/4 and the end of the run: " + ", ".join(f"{m:.0f}" for m in quarters))
     for error in errors[:5]:
         print("  error:", error)
 
