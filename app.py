@@ -489,6 +489,7 @@ demo.queue(max_size=256)
 
 
 if __name__ == "__main__":
+    _prune_exports()  # what an earlier run left behind
     load_models(lambda line: print(line, flush=True))
     threading.Thread(target=warm_up, daemon=True).start()
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
