@@ -12,7 +12,7 @@ from recourse.benchmark import (
     BenchmarkConfig, BenchmarkResult, BenchmarkRow, BenchmarkSettings, bootstrap_intervals, run_benchmark,
 )
 from recourse.benchmark.tasks import record_columns
-from recourse.checkpoints import load_classifier, read_config, update_config
+from recourse.checkpoints import load_classifier, update_config
 from recourse.cli import main
 from recourse.generation import CounterfactualConfig
 from recourse.render.benchmark import display_rows, markdown_report, markdown_table

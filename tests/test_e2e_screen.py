@@ -1,7 +1,6 @@
 """The audit screen in headless Chromium: the evidence is on the first screen at 1280×800, the
 page fits a 390 px phone, and an error clears the earlier results."""
 
-from pathlib import Path
 
 import numpy as np
 import pytest
