@@ -241,3 +241,28 @@ def test_a_damaged_benchmark_file_is_reported_not_shown(tmp_path, monkeypatch):
     assert "is not a benchmark file" in caption and table is None and figure is None
     caption, table, _ = app.benchmark_view("margin 0 (minimal recourse)")
     assert "No margin 0" in caption and table is None
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_two_concurrent_audits_with_old_exports_both_finish(public_client):
+    """The probe of the issue: old export folders on disk, two audits at once on an idle server."""
+    import tempfile
+
+    from gradio_client import handle_file
+
+    root = Path(tempfile.gettempdir()) / "recourse-audit-exports"
+    old = [root / f"audit-old-{i}" for i in range(20)]
+    stale = time.time() - 7200
+    for folder in old:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "a.json").write_text("{}")
+        os.utime(folder, (stale, stale))
+    photo = handle_file(str(ROOT / "assets" / "examples" / "grace-hopper.jpg"))
+    jobs = [public_client.submit(photo, variant, "Smiling", "flip the full-precision decision", 20, 40, 0, 0.0,
+                                 api_name="/audit") for variant in ("ptq-int8", "ptq-int4")]
+    for job in jobs:
+        outputs = job.result(timeout=300)
+        assert any(isinstance(o, dict) and "recourse" in o for o in outputs)
+        assert any(isinstance(o, str) and o.endswith(".json") for o in outputs)
+    assert not any(folder.exists() for folder in old)
