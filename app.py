@@ -29,7 +29,7 @@ from recourse import faces
 from recourse.audit import AuditSettings, audit_image, audit_steps, minimal_recourse
 from recourse.benchmark import BenchmarkResult
 from recourse.checkpoints import CheckpointError
-from recourse.data import ATTRIBUTES, SPLITS, DatasetError
+from recourse.data import ATTRIBUTES, SPLITS, DatasetError, to_float_images
 from recourse.generation import CounterfactualConfig, default_generator
 from recourse.models import VARIANTS, load_teacher, variant_status
 from recourse.paths import assets_dir
@@ -96,7 +96,7 @@ def variant_choices() -> list[tuple[str, str]]:
 
 def framed_tensor(pixels: np.ndarray) -> torch.Tensor:
     """``uint8 (H, W, 3)`` → ``(3, H, W)`` in [0, 1]."""
-    return torch.from_numpy(np.array(pixels, dtype=np.uint8)).permute(2, 0, 1).float().div(255.0).contiguous()
+    return to_float_images(np.array(pixels, dtype=np.uint8).transpose(2, 0, 1).copy())
 
 
 def chosen_image(upload: str | None, selected: np.ndarray | None):
@@ -249,7 +249,7 @@ def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, ph
         for photo in photos[:count]:
             path = Path(photo if isinstance(photo, str) else photo.name)
             try:
-                images.append(torch.from_numpy(faces.align_face(path, resolution).image).float().div(255.0))
+                images.append(to_float_images(faces.align_face(path, resolution).image))
                 names.append(path.name)
             except faces.FaceAlignmentError as error:
                 gr.Warning(f"{path.name}: {_public(error)}; left out")

@@ -227,7 +227,9 @@ def audit_steps(
     # (1, 2) framing and predictions
     x, alignment, display = prepare_image(image, model_resolution(teacher))
     teacher_p = _probabilities(teacher, x[None])[0]
-    student_p = _probabilities(student.decider, x[None])[0]
+    with torch.no_grad():
+        student_logits_before = student.decider(x[None])[0]  # (40,)
+    student_p = torch.sigmoid(student_logits_before)
     teacher_d, student_d = teacher_p >= 0.5, student_p >= 0.5
     diverging = tuple(name for name, differs in zip(ATTRIBUTES, (teacher_d != student_d).tolist()) if differs)
     target = int(not teacher_d[index]) if target is None else int(target)
@@ -242,17 +244,16 @@ def audit_steps(
     seconds["counterfactuals"] = time.perf_counter() - started - seconds["predictions"]
     yield AuditStep("counterfactuals", 0.6, predictions=predictions)
     x_f, x_g = paired.teacher.images[0], paired.student.counterfactuals[0]
-    on_teacher, on_own = float(paired.student.logit_on_teacher[0]), float(paired.student.logit_on_own[0])
+    on_teacher, on_own = paired.student.logit_on_teacher[0], paired.student.logit_on_own[0]
     probabilities_after = {
         "teacher_on_teacher_counterfactual": float(paired.teacher.probability_after[0]),
         "teacher_on_student_counterfactual": float(_probabilities(teacher, x_g[None])[0, index]),
-        "student_on_teacher_counterfactual": float(torch.sigmoid(torch.tensor(on_teacher))),
-        "student_on_student_counterfactual": float(torch.sigmoid(torch.tensor(on_own))),
+        "student_on_teacher_counterfactual": float(torch.sigmoid(on_teacher)),
+        "student_on_student_counterfactual": float(torch.sigmoid(on_own)),
         "twin_on_student_counterfactual": float(paired.student.twin_probability_after[0]),
     }
-    with torch.no_grad():
-        logit_before = float(student.decider(x[None])[0, index])
-    student_logits = {"original": logit_before, "teacher_counterfactual": on_teacher, "student_counterfactual": on_own}
+    student_logits = {"original": float(student_logits_before[index]), "teacher_counterfactual": float(on_teacher),
+                      "student_counterfactual": float(on_own)}
 
     # (4) attributions: same method and settings on both models
     mark = time.perf_counter()

@@ -83,10 +83,9 @@ def _variant_status(variant: str) -> str | None:  # cached: a broken checkpoint 
     return None
 
 
-def _clear_loaded_variants() -> None:
+def clear_loaded() -> None:
+    """Forget every loaded model and variant status, so that the next call reads the
+    checkpoints again (after ``RECOURSE_HOME`` or a checkpoint changes)."""
+    load_teacher.cache_clear()
     _load_committed_variant.cache_clear()
     _variant_status.cache_clear()
-
-
-# what a test that swaps the project's home calls to reload (the statuses go with the models)
-load_committed_variant.cache_clear = _clear_loaded_variants

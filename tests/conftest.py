@@ -238,8 +238,7 @@ def clear_loaded_models() -> None:
     from recourse import models
     from recourse.generation import default_generator
 
-    models.load_teacher.cache_clear()
-    models.load_committed_variant.cache_clear()
+    models.clear_loaded()
     default_generator.cache_clear()
 
 

@@ -179,9 +179,9 @@ def home(saved, tmp_path, monkeypatch):
     broken = Path(shutil.copytree(saved / "ptq-int8", home / "checkpoints" / "variants" / "cf-ptq"))
     _edit_config(broken, lambda record: record.pop("settings"))
     monkeypatch.setenv("RECOURSE_HOME", str(home))
-    models.load_committed_variant.cache_clear()
+    models.clear_loaded()
     yield home
-    models.load_committed_variant.cache_clear()
+    models.clear_loaded()
 
 
 def test_variant_status_says_which_variants_do_not_load_and_why(home):
