@@ -16,14 +16,14 @@ import torch
 from recourse import __version__
 from recourse.checkpoints import CheckpointError, load_classifier, read_config, update_config
 from recourse.compression import METHODS
-from recourse.data import DEFAULT_ATTRIBUTES, SPLITS, DatasetError, LabelledImages, detect_layout, load_framed_split
+from recourse.data import DEFAULT_ATTRIBUTES, QUALITY_ATTRIBUTES, SPLITS, DatasetError, LabelledImages, detect_layout, load_framed_split
 from recourse.paths import (
-    DEFAULT_CACHE, checkpoints_dir, generator_dir, oracle_dir, shown, teacher_dir, variants_dir,
+    DEFAULT_CACHE, checkpoints_dir, generator_dir, guide_dir, judge_dir, oracle_dir, shown, teacher_dir, variants_dir,
 )
 from recourse.progress import progress_bar, stage_bars
 from recourse.validation import check_outputs, finite_float
 
-MODEL_DIRS = {"classifier": teacher_dir, "oracle": oracle_dir}
+MODEL_DIRS = {"classifier": teacher_dir, "oracle": oracle_dir, "judge": judge_dir, "guide": guide_dir}
 
 
 def _command_line(args: argparse.Namespace) -> str:
@@ -117,8 +117,9 @@ def _counterfactual_config(args: argparse.Namespace, base=None):
     """The generation settings: ``base`` (default: ``CounterfactualConfig()``) with the options given."""
     from recourse.generation import CounterfactualConfig
 
-    values = {k: getattr(args, k) for k in ("steps", "noise_level", "guidance_scale", "seed", "margin")
-              if getattr(args, k, None) is not None}
+    names = ("steps", "noise_level", "guidance_scale", "seed", "margin", "cone_degrees", "finish_steps",
+             "finish_learning_rate")
+    values = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
     return replace(base if base is not None else CounterfactualConfig(), **values)
 
 
@@ -130,13 +131,14 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     config = _counterfactual_config(args)
     classifier = load_classifier(_model_dir(args, args.classifier))
     oracle = load_classifier(_model_dir(args, args.oracle, "oracle"))
+    judge = load_classifier(_model_dir(args, args.judge, "judge"))
     generator = load_generator(args.generator)
     images = load_images(args, args.split, classifier.config.resolution)
     subset = images.images[: args.n]
     bars = stage_bars("img")
     started = time.time()
     report = evaluate_counterfactual_quality(
-        subset, images.images, classifier, oracle, generator, tuple(args.attributes), config,
+        subset, images.images, classifier, oracle, generator, tuple(args.attributes), judge, config,
         progress=lambda attribute, done, total: bars(f"counterfactuals {attribute}", done, total))
     output = {"command": _command_line(args), "data": str(args.data), "split": args.split, "n": len(subset),
               "generator": str(args.generator), "seconds": round(time.time() - started, 1),
@@ -247,14 +249,20 @@ def build_parser() -> argparse.ArgumentParser:
     def add_generation_options(sub: argparse.ArgumentParser) -> None:
         sub.add_argument("--generator", default=str(generator_dir()),
                          help="generator folder, or a diffusers pipeline folder or hub id")
-        sub.add_argument("--steps", type=int, help="DDIM steps over the whole schedule")
-        sub.add_argument("--noise-level", type=finite_float, help="fraction of the schedule to noise to (0-1]")
-        sub.add_argument("--guidance-scale", type=finite_float)
+        sub.add_argument("--steps", type=int, help="DDIM steps over the whole schedule (DDIM stage)")
+        sub.add_argument("--noise-level", type=finite_float,
+                         help="fraction of the schedule to noise to, 0-1 (default 0: no DDIM stage)")
+        sub.add_argument("--guidance-scale", type=finite_float, help="DDIM stage")
         sub.add_argument("--margin", type=finite_float,
-                         help="guide until the target logit is this far past the decision boundary (default 3)")
+                         help="edit until the target logit is this far past the decision boundary (default 6)")
+        sub.add_argument("--cone-degrees", type=finite_float,
+                         help="largest angle between an edit step and the robust guide's gradient (default 15)")
+        sub.add_argument("--finish-steps", type=int, help="most editing steps (default 120)")
+        sub.add_argument("--finish-learning-rate", type=finite_float,
+                         help="L2 length of one editing step in [0, 1] pixel units (default 0.3)")
         sub.add_argument("--seed", type=int)
 
-    train = commands.add_parser("train-classifier", help="train the classifier or the oracle")
+    train = commands.add_parser("train-classifier", help="train the classifier, the oracle, the robust judge or the robust guide")
     add_data_options(train)
     train.add_argument("--preset", choices=sorted(MODEL_DIRS), default="classifier")
     train.add_argument("--out", help="checkpoint folder (default checkpoints/<preset>)")
@@ -312,14 +320,15 @@ def build_parser() -> argparse.ArgumentParser:
     train_generator.add_argument("--state-dir", default=str(DEFAULT_CACHE / "generator-state"))
     train_generator.set_defaults(run=command_train_generator)
 
-    quality = commands.add_parser("evaluate-counterfactuals", help="FR, oracle FR, MNAC, proximity, FD, time")
+    quality = commands.add_parser("evaluate-counterfactuals", help="FR, judge FR, oracle FR, MNAC, proximity, FD, time")
     add_data_options(quality)
     add_generation_options(quality)
     quality.add_argument("--split", choices=SPLITS, default="test")
     quality.add_argument("--n", type=int, default=500)
-    quality.add_argument("--attributes", nargs="+", default=list(DEFAULT_ATTRIBUTES))
+    quality.add_argument("--attributes", nargs="+", default=list(QUALITY_ATTRIBUTES))
     quality.add_argument("--classifier", help="guiding classifier (default checkpoints/classifier)")
     quality.add_argument("--oracle", help="judging classifier (default checkpoints/oracle)")
+    quality.add_argument("--judge", help="adversarially robust judge (default checkpoints/judge)")
     quality.add_argument("--json", help="write the report here")
     quality.set_defaults(run=command_evaluate_counterfactuals)
 

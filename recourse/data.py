@@ -37,6 +37,8 @@ ATTRIBUTES: tuple[str, ...] = (
 
 # The attributes a recourse task asks about by default (benchmark, recourse points, quality).
 DEFAULT_ATTRIBUTES: tuple[str, ...] = ("Smiling", "Young", "Male", "Eyeglasses")
+# The generator is judged on these: the four above and four more, global and local.
+QUALITY_ATTRIBUTES: tuple[str, ...] = (*DEFAULT_ATTRIBUTES, "Blond_Hair", "Bangs", "Mouth_Slightly_Open", "Heavy_Makeup")
 
 Split = Literal["train", "val", "test", "all"]
 SPLITS: tuple[str, ...] = ("train", "val", "test", "all")

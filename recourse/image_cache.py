@@ -5,6 +5,7 @@ file is recomputed (with a :class:`recourse.caches.CacheWarning`), never used.""
 from __future__ import annotations
 
 import hashlib
+import os
 import zipfile
 from pathlib import Path
 
@@ -45,7 +46,8 @@ def file_stats(directory: Path, names: tuple[str, ...]) -> np.ndarray:
 def write(path: Path, key: str, images: np.ndarray, kept: np.ndarray, stats: np.ndarray, note: str,
           skipped: tuple[str, ...]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(".tmp.npz")
+    # a name of this process's own: two processes filling the same cache must not share one
+    temporary = path.with_suffix(f".{os.getpid()}.tmp.npz")
     np.savez(temporary, images=images, kept=kept, stats=stats, key=np.array(key), count=np.array(len(kept)),
              sha256=np.array(arrays_digest({"images": images, "kept": kept, "stats": stats})),
              note=np.array(note), skipped=np.array(skipped, dtype=str))

@@ -37,6 +37,17 @@ def oracle_dir() -> Path:
     return checkpoints_dir() / "oracle"
 
 
+def judge_dir() -> Path:
+    """The adversarially robust classifier that judges counterfactuals; it never guides them."""
+    return checkpoints_dir() / "judge"
+
+
+def guide_dir() -> Path:
+    """The adversarially robust classifier whose gradient keeps guidance semantic: a part of
+    the generator."""
+    return generator_dir() / "guide"
+
+
 def generator_dir() -> Path:
     return checkpoints_dir() / "generator"
 

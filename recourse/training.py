@@ -31,21 +31,39 @@ class TrainConfig:
     seed: int = 0
     augmentation: Augmentation = "flip-shift"
     max_shift: int = 4
+    # L2 PGD adversarial training (Madry et al., 2018) when the radius is > 0: the model learns
+    # on the worst image within this L2 distance (in [0, 1] pixel units) of each training image
+    adversarial_radius: float = 0.0
+    adversarial_steps: int = 2
 
     def __post_init__(self) -> None:
         if self.epochs < 1 or self.batch_size < 1:
             raise ValueError(f"epochs and batch_size must be >= 1, got {self.epochs}, {self.batch_size}")
+        if self.adversarial_radius < 0 or self.adversarial_steps < 1:
+            raise ValueError("adversarial_radius must be >= 0 and adversarial_steps >= 1")
         if self.augmentation not in ("flip-shift", "flip-shift-color"):
             raise ValueError(f"unknown augmentation {self.augmentation!r}")
 
 
 # The oracle differs from the audited classifier in width, activation, seed and augmentation,
 # so that a counterfactual tuned against one is not automatically accepted by the other.
+# The judge and the guide are adversarially robust, so that low-amplitude non-semantic edits
+# do not move them (their gradients are perceptually aligned: Santurkar et al., 2019). The
+# guide steers counterfactuals; the judge, with its own widths, activation and seed, only
+# scores them and never guides.
 PRESETS: dict[str, tuple[ClassifierConfig, TrainConfig]] = {
     "classifier": (ClassifierConfig(), TrainConfig()),
     "oracle": (
         ClassifierConfig(widths=(32, 64, 128, 256), activation="silu", dropout=0.2),
         TrainConfig(epochs=16, seed=1, augmentation="flip-shift-color", max_shift=3),
+    ),
+    "judge": (
+        ClassifierConfig(widths=(40, 80, 160, 320), activation="silu", dropout=0.0),
+        TrainConfig(epochs=5, batch_size=128, learning_rate=2e-3, seed=7, adversarial_radius=1.0),
+    ),
+    "guide": (
+        ClassifierConfig(widths=(32, 64, 128, 256), activation="relu", dropout=0.0),
+        TrainConfig(epochs=4, batch_size=128, learning_rate=2e-3, seed=3, adversarial_radius=1.0),
     ),
 }
 
@@ -84,6 +102,23 @@ def augment(batch: torch.Tensor, config: TrainConfig, generator: torch.Generator
         batch = ((batch - mean) * contrast + mean) * brightness
         batch = batch.clamp(0, 1)
     return batch
+
+
+def l2_pgd(model: torch.nn.Module, images: torch.Tensor, labels: torch.Tensor, radius: float, steps: int) -> torch.Tensor:
+    """The images within L2 distance ``radius`` of ``images`` (kept in [0, 1]) that raise the
+    multi-label BCE most, by ``steps`` normalised-gradient ascent steps of 2.5 r / steps."""
+    step_size = 2.5 * radius / steps
+    delta = torch.zeros_like(images)
+    for _ in range(steps):
+        delta.requires_grad_(True)
+        loss = F.binary_cross_entropy_with_logits(model(images + delta), labels)
+        gradient, = torch.autograd.grad(loss, delta)
+        gradient = gradient / gradient.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, 1, 1, 1)
+        delta = delta.detach() + step_size * gradient
+        norm = delta.flatten(1).norm(dim=1).clamp_min(1e-12).view(-1, 1, 1, 1)
+        delta = delta * (radius / norm).clamp(max=1.0)
+        delta = (images + delta).clamp(0, 1) - images
+    return (images + delta).detach()
 
 
 def train_classifier(
@@ -136,6 +171,8 @@ def train_classifier(
             index = order[step * config.batch_size:(step + 1) * config.batch_size]
             batch = augment(to_float_images(train.images[index.numpy()]), config, generator)
             batch = batch.contiguous(memory_format=torch.channels_last)
+            if config.adversarial_radius > 0:
+                batch = l2_pgd(model, batch, labels[index], config.adversarial_radius, config.adversarial_steps)
             loss = F.binary_cross_entropy_with_logits(model(batch), labels[index])
             optimizer.zero_grad(set_to_none=True)
             loss.backward()

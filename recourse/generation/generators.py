@@ -19,6 +19,7 @@ import torch
 from diffusers import DDIMScheduler, DiffusionPipeline
 from torch import nn
 
+from recourse.checkpoints import load_classifier, save_classifier
 from recourse.data import resize_images
 from recourse.generation.models import LatentDenoiser, PCAAutoencoder
 from recourse.paths import generator_dir, shown
@@ -28,23 +29,28 @@ _LOAD_OPTIONS = {"low_cpu_mem_usage": False}  # the accelerate-based loader buys
 
 
 class FaceGenerator(Protocol):
-    """What guidance needs from a generator: a latent space, a denoiser and a scheduler."""
+    """What guidance needs from a generator: a latent space, a denoiser and a scheduler for
+    the DDIM stage; the span edits are kept in (``project``) and an optional robust guide
+    (a 40-logit model, or None) for the editing stage."""
 
     scheduler: DDIMScheduler
     resolution: int
+    guide: nn.Module | None
 
     def encode(self, images: torch.Tensor) -> torch.Tensor: ...
     def decode(self, latents: torch.Tensor) -> torch.Tensor: ...
     def predict_noise(self, latents: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor: ...
+    def project(self, pixels: torch.Tensor) -> torch.Tensor: ...
 
 
 @dataclass
 class LatentFaceGenerator:
-    """The project's generator: PCA latents + MLP denoiser + DDIM."""
+    """The project's generator: PCA latents + MLP denoiser + DDIM, and the robust guide."""
 
     autoencoder: PCAAutoencoder
     denoiser: LatentDenoiser
     scheduler: DDIMScheduler
+    guide: nn.Module | None = None
 
     @property
     def resolution(self) -> int:
@@ -59,12 +65,23 @@ class LatentFaceGenerator:
     def predict_noise(self, latents: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
         return self.denoiser(latents, timestep)
 
+    def project(self, pixels: torch.Tensor) -> torch.Tensor:
+        """The orthogonal projection of pixel-space vectors ``(B, 3, H, W)`` onto the face
+        basis: edits keep to what faces vary in, not to high-frequency patterns."""
+        size = pixels.shape[-1]
+        flat = resize_images(pixels, self.resolution).flatten(1)
+        components = self.autoencoder.components
+        projected = (flat @ components.T) @ components
+        return resize_images(projected.view(-1, 3, self.resolution, self.resolution), size)
+
     def save_pretrained(self, directory: str | Path, metadata: dict | None = None) -> None:
         directory = Path(directory)
         # The basis is stored in half precision (12 MB instead of 25 MB); loading upcasts.
         copy.deepcopy(self.autoencoder).half().save_pretrained(directory / "autoencoder")
         self.denoiser.save_pretrained(directory / "denoiser")
         self.scheduler.save_pretrained(directory / "scheduler")
+        if self.guide is not None:
+            save_classifier(self.guide, directory / "guide", {"role": "guide"})
         (directory / GENERATOR_FILE).write_text(json.dumps({"kind": "pca-latent-diffusion", **(metadata or {})}, indent=2) + "\n")
 
     @classmethod
@@ -73,7 +90,8 @@ class LatentFaceGenerator:
         autoencoder = PCAAutoencoder.from_pretrained(directory / "autoencoder", **_LOAD_OPTIONS).float().eval()
         denoiser = LatentDenoiser.from_pretrained(directory / "denoiser", **_LOAD_OPTIONS).float().eval()
         scheduler = DDIMScheduler.from_pretrained(directory / "scheduler")
-        return cls(autoencoder, denoiser, scheduler)
+        guide = load_classifier(directory / "guide").eval() if (directory / "guide").is_dir() else None
+        return cls(autoencoder, denoiser, scheduler, guide)
 
 
 @dataclass
@@ -82,6 +100,7 @@ class PixelFaceGenerator:
 
     unet: nn.Module
     scheduler: DDIMScheduler
+    guide: nn.Module | None = None
 
     @property
     def resolution(self) -> int:
@@ -96,6 +115,9 @@ class PixelFaceGenerator:
 
     def predict_noise(self, latents: torch.Tensor, timestep: torch.Tensor) -> torch.Tensor:
         return self.unet(latents, timestep).sample
+
+    def project(self, pixels: torch.Tensor) -> torch.Tensor:
+        return pixels  # every pixel is in the span
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,8 +1,10 @@
 """Judging the generator: FR, oracle FR, MNAC, proximity, oracle-feature FD and time.
 
 Follows the CelebA protocol of DiME / ACE as fixed in ``docs/metrics.md``: the
-counterfactuals are guided by the full-precision classifier and judged by the oracle,
-which no counterfactual was optimised against.
+counterfactuals are guided by the full-precision classifier and judged by the oracle and
+by the adversarially robust judge, which no counterfactual was optimised against. Oracle
+and judge FR count real flips only: tasks where that model agreed with the classifier
+before the edit.
 """
 
 from __future__ import annotations
@@ -31,13 +33,15 @@ class AttributeQuality:
     attribute: str
     n: int
     flip_rate: float
-    oracle_flip_rate: float
+    oracle_flip_rate: float | None  # over the tasks where the oracle agreed with the classifier before
+    judge_flip_rate: float | None  # … the judge; None without a judge
+    judge_agreed: int  # tasks the judge FR is counted on
     mnac: float
     proximity: float
     oracle_fd: float
     median_seconds: float  # per counterfactual, batch size 1
     to_target_1: int  # how many tasks asked to switch the attribute on
-    oracle_flip_rate_to_1: float | None  # oracle FR of the tasks switching the attribute on (None: no such task)
+    oracle_flip_rate_to_1: float | None  # oracle FR of the tasks switching the attribute on (None: none counted)
     oracle_flip_rate_to_0: float | None  # … and of those switching it off
 
 
@@ -70,10 +74,14 @@ def median_seconds_per_counterfactual(
     return statistics.median(seconds)
 
 
-def _group_rate(decisions_after: torch.Tensor, targets: torch.Tensor, target: int) -> float | None:
-    """Oracle FR of the tasks with one target; ``None`` (JSON null, not NaN) when there are none."""
-    group = targets == target
-    return round(flip_rate(decisions_after[group], targets[group]), 2) if bool(group.any()) else None
+def _real_flip_rate(before: torch.Tensor, after: torch.Tensor, targets: torch.Tensor,
+                    group: torch.Tensor | None = None) -> float | None:
+    """FR over the tasks (of ``group``) whose decision was not yet the target before the edit;
+    ``None`` (JSON null, not NaN) when there are none."""
+    counted = before != targets
+    if group is not None:
+        counted &= group
+    return round(flip_rate(after[counted], targets[counted]), 2) if bool(counted.any()) else None
 
 
 def evaluate_counterfactual_quality(
@@ -83,6 +91,7 @@ def evaluate_counterfactual_quality(
     oracle: nn.Module,
     generator: FaceGenerator,
     attributes: tuple[str, ...] = DEFAULT_ATTRIBUTES,
+    judge: nn.Module | None = None,
     config: CounterfactualConfig = CounterfactualConfig(),
     batch_size: int = 32,
     timing_samples: int = 10,
@@ -95,6 +104,9 @@ def evaluate_counterfactual_quality(
     reference_features = oracle_features(oracle, to_float_images(reference_images))
     classifier_before = decisions(predict_logits(classifier, images))
     oracle_before = decisions(predict_logits(oracle, images))
+    if judge is not None:
+        judge.eval()
+        judge_before = decisions(predict_logits(judge, images))
     results = []
     for attribute in attributes:
         index = attribute_index(attribute)
@@ -111,17 +123,22 @@ def evaluate_counterfactual_quality(
         with torch.no_grad():
             classifier_after = decisions(classifier(counterfactuals))
             oracle_after = decisions(oracle(counterfactuals))
+            judge_after = decisions(judge(counterfactuals)) if judge is not None else None
+        judged = judge_before[:, index] != targets if judge is not None else torch.zeros(0)
         results.append(AttributeQuality(
             attribute=attribute, n=len(x),
             flip_rate=round(flip_rate(classifier_after[:, index], targets), 2),
-            oracle_flip_rate=round(flip_rate(oracle_after[:, index], targets), 2),
+            oracle_flip_rate=_real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets),
+            judge_flip_rate=_real_flip_rate(judge_before[:, index], judge_after[:, index], targets)
+            if judge is not None else None,
+            judge_agreed=int(judged.sum()),
             mnac=round(mean_number_of_attributes_changed(oracle_before, oracle_after, index), 3),
             proximity=round(float(recourse_cost(x, counterfactuals).mean()), 5),
             oracle_fd=round(frechet_distance(oracle_features(oracle, counterfactuals), reference_features), 3),
             median_seconds=round(median_seconds_per_counterfactual(
                 x[:timing_samples], classifier, attribute, targets[:timing_samples], generator, config), 3),
             to_target_1=int(targets.sum()),
-            oracle_flip_rate_to_1=_group_rate(oracle_after[:, index], targets, 1),
-            oracle_flip_rate_to_0=_group_rate(oracle_after[:, index], targets, 0),
+            oracle_flip_rate_to_1=_real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 1),
+            oracle_flip_rate_to_0=_real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 0),
         ))
     return QualityReport(tuple(results), config, len(reference_images))

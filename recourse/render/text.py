@@ -22,10 +22,10 @@ def _rate(value: float | None, width: int) -> str:
 
 
 def quality_lines(report: QualityReport) -> list[str]:
-    lines = [f"{'attribute':12s} {'FR %':>6s} {'oracle FR %':>11s} {'(to 1 / to 0)':>15s} {'MNAC':>6s} "
-             f"{'proximity':>9s} {'oracle FD':>9s} {'s/CF':>6s}"]
+    lines = [f"{'attribute':19s} {'FR %':>6s} {'judge FR %':>10s} {'oracle FR %':>11s} {'(to 1 / to 0)':>15s} "
+             f"{'MNAC':>6s} {'proximity':>9s} {'oracle FD':>9s} {'s/CF':>6s}"]
     for r in report.results:
-        lines.append(f"{r.attribute:12s} {r.flip_rate:6.1f} {r.oracle_flip_rate:11.1f} "
+        lines.append(f"{r.attribute:19s} {r.flip_rate:6.1f} {_rate(r.judge_flip_rate, 10)} {_rate(r.oracle_flip_rate, 11)} "
                      f"{_rate(r.oracle_flip_rate_to_1, 7)} / {_rate(r.oracle_flip_rate_to_0, 5)} {r.mnac:6.2f} "
                      f"{r.proximity:9.4f} {r.oracle_fd:9.2f} {r.median_seconds:6.3f}")
     return lines

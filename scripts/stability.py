@@ -1,0 +1,108 @@
+"""Do per-image numbers reproduce? A 1/255 change of one pixel, and other memory layouts.
+
+For each of ``--n`` test tasks (faces in order, the default attributes in turn), the
+per-image CRG and DirSim of a variant against the classifier are computed twice: on the
+face, and on the face with one pixel (chosen by a seeded draw) moved by 1/255. The
+distribution of |ΔCRG_i| and |ΔDirSim_i| is printed and written as JSON, with the largest
+pixel difference between counterfactuals of the same pixels in another memory layout,
+batch composition and order.
+
+    python -m scripts.stability --data ../shared/data/celeba-hq-64 --variant ptq-int4 --n 200 \\
+        --json assets/results/stability-test.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from recourse.data import DEFAULT_ATTRIBUTES, load_framed_split, to_float_images
+from recourse.generation import CounterfactualConfig, default_generator, generate
+from recourse.models import load_student, load_teacher
+from recourse.paired import flip_targets, paired_recourse
+
+
+def nudge_one_pixel(images: torch.Tensor, seed: int) -> torch.Tensor:
+    """Each image with one pixel of one channel moved by 1/255 (down if it would leave [0, 1])."""
+    nudged = images.clone()
+    generator = torch.Generator().manual_seed(seed)
+    for i in range(len(images)):
+        c, y, x = (int(torch.randint(0, size, (1,), generator=generator)) for size in images.shape[1:])
+        value = float(nudged[i, c, y, x])
+        nudged[i, c, y, x] = value + 1 / 255 if value + 1 / 255 <= 1 else value - 1 / 255
+    return nudged
+
+
+def per_task(images, attribute, teacher, student, config, generator, first):
+    targets = flip_targets(teacher, images, attribute)
+    seeds = tuple(range(first, first + len(images)))
+    paired = paired_recourse(images, attribute, targets, teacher, student, config, generator, seeds)
+    return [paired.columns.image(i) for i in range(len(images))], paired
+
+
+def quantiles(values: list[float]) -> dict:
+    ordered = sorted(values)
+    pick = lambda q: ordered[min(len(ordered) - 1, int(q * len(ordered)))]  # noqa: E731
+    return {"median": statistics.median(ordered), "p90": pick(0.9), "max": ordered[-1]}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--variant", default="ptq-int4")
+    parser.add_argument("--n", type=int, default=200)
+    parser.add_argument("--margin", type=float, help="default: the generation default")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    started = time.time()
+    config = CounterfactualConfig() if args.margin is None else CounterfactualConfig(margin=args.margin)
+    teacher, student, generator = load_teacher().eval(), load_student(args.variant), default_generator()
+    faces = to_float_images(load_framed_split(Path(args.data), args.split, 64, None).images[: args.n])
+    crg, dirsim, undefined = [], [], 0
+    per_attribute = -(-args.n // len(DEFAULT_ATTRIBUTES))
+    layout_difference = 0.0
+    for k, attribute in enumerate(DEFAULT_ATTRIBUTES):
+        first = k * per_attribute
+        images = faces[first:first + per_attribute]
+        if not len(images):
+            continue
+        before, paired = per_task(images, attribute, teacher, student, config, generator, first)
+        after, _ = per_task(nudge_one_pixel(images, seed=k), attribute, teacher, student, config, generator, first)
+        for a, b in zip(before, after):
+            if None in (a.crg, b.crg, a.dirsim, b.dirsim):
+                undefined += 1
+                continue
+            crg.append(abs(a.crg - b.crg))
+            dirsim.append(abs(a.dirsim - b.dirsim))
+        # the same pixels: channels-last, reversed order, and half the batch
+        targets = flip_targets(teacher, images, attribute)
+        reordered = generate(images.flip(0).contiguous(memory_format=torch.channels_last), teacher, attribute,
+                             targets.flip(0), config, generator).images.flip(0)
+        half = generate(images[: len(images) // 2 or 1], teacher, attribute, targets[: len(images) // 2 or 1],
+                        config, generator).images
+        layout_difference = max(layout_difference, float((reordered - paired.teacher.images).abs().max()),
+                                float((half - paired.teacher.images[: len(half)]).abs().max()))
+        print(f"{attribute}: {len(images)} tasks done ({time.time() - started:.0f} s)", flush=True)
+    report = {
+        "command": "python -m scripts.stability " + " ".join(f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None),
+        "variant": args.variant, "split": args.split, "tasks": args.n, "defined_both_times": len(crg),
+        "undefined": undefined, "settings": config.__dict__,
+        "crg_change": quantiles(crg), "dirsim_change": quantiles(dirsim),
+        "share_crg_within_0.05": round(100 * sum(v <= 0.05 for v in crg) / max(1, len(crg)), 1),
+        "share_dirsim_within_5": round(100 * sum(v <= 5 for v in dirsim) / max(1, len(dirsim)), 1),
+        "largest_pixel_difference_same_pixels": layout_difference,
+        "seconds": round(time.time() - started, 1),
+    }
+    print(json.dumps(report, indent=2))
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
