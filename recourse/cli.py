@@ -138,8 +138,8 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     bars = stage_bars("img")
     started = time.time()
     report = evaluate_counterfactual_quality(
-        subset, images.images, classifier, oracle, generator, tuple(args.attributes), judge, config,
-        progress=lambda attribute, done, total: bars(f"counterfactuals {attribute}", done, total))
+        subset, images.images, classifier, oracle, generator, tuple(args.attributes), config,
+        progress=lambda attribute, done, total: bars(f"counterfactuals {attribute}", done, total), judge=judge)
     output = {"command": _command_line(args), "data": str(args.data), "split": args.split, "n": len(subset),
               "generator": str(args.generator), "seconds": round(time.time() - started, 1),
               "threads": torch.get_num_threads(), **report.to_dict()}

@@ -106,7 +106,7 @@ def test_two_guiding_models_start_from_the_same_noise(tiny_generator, guide, fiv
 
 def test_a_valid_input_is_left_as_denoising_left_it(tiny_generator):
     bright = torch.full((1, 3, 16, 16), 0.9)  # logit 8: valid and past the margin before any edit
-    gentle = CounterfactualConfig(steps=10, noise_level=0.1, finish_steps=0)
+    gentle = CounterfactualConfig(steps=10, noise_level=0.1, finish_steps=0, margin=3, preserve_weight=20)
     denoised = generate(bright, BrightnessModel(), "Smiling", 1, gentle, tiny_generator)
     finished = generate(bright, BrightnessModel(), "Smiling", 1, replace(gentle, finish_steps=60), tiny_generator)
     assert bool(finished.valid.all())
@@ -185,7 +185,8 @@ def test_bad_arguments_raise_clear_errors(tiny_generator, kwargs, message):
         generate(**arguments)
 
 
-@pytest.mark.parametrize("values", [{"steps": 0}, {"noise_level": 0.0}, {"noise_level": 1.5}, {"guidance_scale": -1}])
+@pytest.mark.parametrize("values", [{"steps": 0}, {"noise_level": -0.1}, {"noise_level": 1.5}, {"guidance_scale": -1},
+                                    {"cone_degrees": -1}, {"cone_degrees": 120}])
 def test_bad_settings_are_rejected(values):
     with pytest.raises(ValueError):
         CounterfactualConfig(**values)

@@ -91,11 +91,11 @@ def evaluate_counterfactual_quality(
     oracle: nn.Module,
     generator: FaceGenerator,
     attributes: tuple[str, ...] = DEFAULT_ATTRIBUTES,
-    judge: nn.Module | None = None,
     config: CounterfactualConfig = CounterfactualConfig(),
     batch_size: int = 32,
     timing_samples: int = 10,
     progress: Callable[[str, int, int], None] | None = None,
+    judge: nn.Module | None = None,
 ) -> QualityReport:
     """Counterfactuals of ``uint8 (N, 3, H, W)`` images flipping each attribute's decision."""
     classifier.eval()

@@ -1,0 +1,97 @@
+"""The editing stage of guidance: the cone around the robust guide, the stop at the margin,
+and results that depend on the pixels only."""
+
+import dataclasses
+import math
+from types import SimpleNamespace
+
+import pytest
+import torch
+
+from recourse.generation import CounterfactualConfig, generate
+from recourse.generation.guidance import cone_projection
+from tests.conftest import BrightnessModel, tiny_classifier
+
+EDIT = CounterfactualConfig(finish_steps=200, finish_learning_rate=0.2, margin=1.0)
+
+
+def angle(a: torch.Tensor, b: torch.Tensor) -> float:
+    return math.degrees(math.acos(float(torch.nn.functional.cosine_similarity(a, b, dim=1).clamp(-1, 1))))
+
+
+def test_a_direction_inside_the_cone_keeps_its_direction():
+    direction, axis = torch.tensor([[1.0, 0.2]]), torch.tensor([[1.0, 0.0]])
+    turned = cone_projection(direction, axis, 30.0)
+    assert torch.allclose(turned, direction / direction.norm())
+
+
+@pytest.mark.parametrize("degrees", [0.0, 15.0, 45.0])
+def test_a_direction_outside_is_turned_onto_the_cone_towards_itself(degrees):
+    direction, axis = torch.tensor([[0.0, 1.0, 0.0]]), torch.tensor([[2.0, 0.0, 0.0]])
+    turned = cone_projection(direction, axis, degrees)
+    assert float(turned.norm()) == pytest.approx(1.0)
+    assert angle(turned, axis) == pytest.approx(degrees, abs=1e-3)
+    # it stays in the plane of the two, on the side of the direction
+    assert float(turned[0, 2]) == 0.0 and float(turned[0, 1]) >= 0.0
+    # even a direction opposite to the axis comes out on the cone
+    assert angle(cone_projection(-axis + torch.tensor([[0.0, 0.1, 0.0]]), axis, degrees), axis) == \
+        pytest.approx(degrees, abs=1e-3)
+
+
+def test_editing_stops_where_the_logit_crosses_the_margin(tiny_generator):
+    # the brightness model's logit is linear in brightness: the interpolated stop lands on it
+    dark = torch.full((2, 3, 16, 16), 0.4)
+    result = generate(dark, BrightnessModel(), "Smiling", 1, EDIT, tiny_generator)
+    logits = torch.logit(result.probability_after)
+    assert bool(result.valid.all())
+    assert logits.tolist() == pytest.approx([EDIT.margin] * 2, abs=0.05)
+
+
+class Guide(torch.nn.Module):
+    """A 'robust' guide whose Smiling logit rises with the red channel only; the other 39
+    logits are constant."""
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        logits = torch.zeros(len(images), 40)
+        logits[:, 31] = 20 * (images[:, 0].mean(dim=(1, 2)) - 0.5)  # 31: Smiling
+        return logits
+
+
+def test_the_guide_turns_the_edit_within_the_cone(tiny_generator):
+    from recourse.generation import PixelFaceGenerator
+
+    dark = torch.full((1, 3, 16, 16), 0.4)
+    unet = torch.nn.Identity()
+    unet.config = SimpleNamespace(sample_size=16)  # never called: no DDIM stage by default
+    pixels = PixelFaceGenerator(unet=unet, scheduler=tiny_generator.scheduler)
+    free = generate(dark, BrightnessModel(), "Smiling", 1, EDIT, pixels)
+    guided = generate(dark, BrightnessModel(), "Smiling", 1, dataclasses.replace(EDIT, cone_degrees=10.0),
+                      dataclasses.replace(pixels, guide=Guide()))
+    channel_change = lambda r: (r.images - dark).mean(dim=(0, 2, 3))  # noqa: E731
+    # unguided, brightness rises in all three channels alike; guided, mostly in red
+    free_change, guided_change = channel_change(free), channel_change(guided)
+    assert float(free_change.std()) < 1e-4
+    assert float(guided_change[0]) > 3 * float(guided_change[1:].abs().max())
+    assert bool(guided.valid.all())
+
+
+def test_the_same_pixels_give_the_same_counterfactual_in_any_batch(tiny_generator):
+    images = torch.rand(5, 3, 16, 16, generator=torch.Generator().manual_seed(0)) * 0.5
+    model = tiny_classifier(seed=2, gain=4.0)
+    targets = torch.tensor([1, 0, 1, 1, 0])
+    together = generate(images, model, "Smiling", targets, EDIT, tiny_generator).images
+    reordered = generate(images.flip(0).contiguous(memory_format=torch.channels_last), model, "Smiling",
+                         targets.flip(0), EDIT, tiny_generator).images.flip(0)
+    alone = torch.cat([generate(images[i:i + 1], model, "Smiling", targets[i:i + 1], EDIT, tiny_generator).images
+                       for i in range(5)])
+    assert torch.equal(together, reordered) and torch.equal(together, alone)
+
+
+def test_a_pixel_nudge_moves_the_edit_a_little(tiny_generator):
+    image = torch.full((1, 3, 16, 16), 0.4)
+    nudged = image.clone()
+    nudged[0, 1, 7, 7] += 1 / 255
+    first = generate(image, BrightnessModel(), "Smiling", 1, EDIT, tiny_generator)
+    second = generate(nudged, BrightnessModel(), "Smiling", 1, EDIT, tiny_generator)
+    # the interpolated stop is continuous: the cost moves by about the nudge, not by a step
+    assert abs(float(first.cost) - float(second.cost)) < 1e-3
