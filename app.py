@@ -17,6 +17,7 @@ import tempfile
 import threading
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 import gradio as gr
@@ -109,10 +110,12 @@ def chosen_image(upload: str | None, selected: np.ndarray | None):
     raise gr.Error("Choose a face from the gallery or upload a photo first.")
 
 
-def settings_from(steps: float, guidance: float, seed: float, margin: float) -> AuditSettings:
+def settings_from(steps: float, cone: float, seed: float, margin: float) -> AuditSettings:
+    """The audit's settings from the screen: ``steps`` is the most editing steps, ``cone`` the
+    angle around the robust guide's gradient."""
     try:
-        return AuditSettings(CounterfactualConfig(steps=int(steps), guidance_scale=float(guidance), seed=int(seed),
-                                                  margin=float(margin)))
+        return AuditSettings(replace(DEFAULTS, finish_steps=int(steps), cone_degrees=float(cone), seed=int(seed),
+                                     margin=float(margin)))
     except (TypeError, ValueError, OverflowError) as error:
         raise gr.Error(f"Generator settings: {_public(error)}") from None
 
@@ -381,13 +384,14 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                     with gr.Row():
                         target = gr.Dropdown(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
                                              min_width=140)
-                        margin = gr.Slider(0, 5, value=DEFAULTS.margin, step=0.25, elem_id="margin", min_width=140,
+                        margin = gr.Slider(0, 10, value=DEFAULTS.margin, step=0.25, elem_id="margin", min_width=140,
                                            label="Margin (logits; 0 = minimal recourse)")
                     with gr.Accordion("Generator settings", open=False):
-                        steps = gr.Slider(2, 50, value=DEFAULTS.steps, step=1, label="DDIM steps")
-                        guidance = gr.Slider(0, 100, value=DEFAULTS.guidance_scale, step=1, label="Guidance strength")
+                        steps = gr.Slider(10, 400, value=DEFAULTS.finish_steps, step=10, label="Most editing steps")
+                        guidance = gr.Slider(0, 90, value=DEFAULTS.cone_degrees, step=1,
+                                             label="Cone around the robust guide (degrees; 90 = no guide)")
                         seed = gr.Number(value=DEFAULTS.seed, precision=0, minimum=0, maximum=2**31 - 1,
-                                         label="Seed (the same for both models)")
+                                         label="Seed (only for the optional diffusion stage, off here)")
                     run = gr.Button("Audit", variant="primary", elem_id="run-audit")
                 with gr.Column(scale=3, min_width=300):
                     status = gr.Markdown("Choose a face and press **Audit**.", label="Status", elem_id="status")

@@ -76,10 +76,11 @@ def quality_table(split: str, name: str, report: dict) -> list[str]:
     lines = [f"### {split} split, {report['n']} images ({report['seconds']:.0f} s)", "", "```bash",
              report["command"].replace(f"out/cf-quality{'-val' if split == 'val' else ''}.json",
                                        f"assets/results/{name}"), "```", "",
-             "| attribute | FR % | oracle FR % | oracle FR % (to 1 / to 0) | MNAC | proximity | oracle-feature FD "
-             "| median s / CF | tasks to 1 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+             "| attribute | FR % | judge FR % (tasks) | oracle FR % | oracle FR % (to 1 / to 0) | MNAC | proximity "
+             "| oracle-feature FD | median s / CF | tasks to 1 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in report["attributes"]:
-        lines.append(f"| {r['attribute']} | {r['flip_rate']:.1f} | {r['oracle_flip_rate']:.1f} "
+        judge = f"{_rate(r.get('judge_flip_rate'))} ({r['judge_agreed']})" if "judge_agreed" in r else "—"
+        lines.append(f"| {r['attribute']} | {r['flip_rate']:.1f} | {judge} | {_rate(r['oracle_flip_rate'])} "
                      f"| {_rate(r['oracle_flip_rate_to_1'])} / {_rate(r['oracle_flip_rate_to_0'])} | {r['mnac']:.2f} "
                      f"| {r['proximity']:.4f} | {r['oracle_fd']:.2f} | {r['median_seconds']:.3f} "
                      f"| {r['to_target_1']} / {r['n']} |")
@@ -89,8 +90,11 @@ def quality_table(split: str, name: str, report: dict) -> list[str]:
 
 def quality_section() -> list[str]:
     return ["## Counterfactual quality", "",
-            "Guided by the full-precision classifier, judged by the oracle (definitions in `docs/metrics.md`; "
-            "FD is on the oracle's penultimate features, *not* FID).", "", *_sections(QUALITY, quality_table)]
+            "Guided by the full-precision classifier, judged by the adversarially robust judge and by the oracle "
+            "(definitions in `docs/metrics.md`; judge and oracle FR count only tasks where that model agreed with "
+            "the classifier before the edit, the number of such tasks in brackets; FD is on the oracle's "
+            "penultimate features, *not* FID). Contact sheets on faces that are not from the dataset: "
+            "`docs/contact-sheets/`.", "", *_sections(QUALITY, quality_table)]
 
 
 def conclusions(result: BenchmarkResult, reference: str) -> list[str]:
@@ -131,6 +135,39 @@ def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
     return lines
 
 
+def judge_section() -> list[str]:
+    record = _load("judge-check.json")
+    if record is None:
+        return ["## The judge's robustness check", "", "_No judge-check.json in assets/results/ yet._", ""]
+    lines = ["## The judge's robustness check", "",
+             f"An L∞ PGD attack on the classifier at each attribute's counterfactual cost, judged by the robust "
+             f"judge ({record['n']} {record['split']} faces, {record['seconds']:.0f} s):", "", "```bash",
+             record["command"], "```", "",
+             "| attribute | ε | attack mean abs change | classifier flipped % | judge flipped % (faces) |",
+             "|---|---:|---:|---:|---:|"]
+    for r in record["attributes"]:
+        lines.append(f"| {r['attribute']} | {r['epsilon']:.4f} | {r['mean_change']:.4f} | "
+                     f"{r['classifier_flip_rate']:.1f} | {_rate(r['judge_flip_rate'])} ({r['judge_agreed']}) |")
+    return lines + [""]
+
+
+def stability_section() -> list[str]:
+    record = _load("stability-test.json")
+    if record is None:
+        return ["## Stability of per-image numbers", "", "_No stability-test.json in assets/results/ yet._", ""]
+    crg, dirsim = record["crg_change"], record["dirsim_change"]
+    return ["## Stability of per-image numbers", "", "```bash", record["command"], "```", "",
+            f"{record['tasks']} {record['split']} tasks, `{record['variant']}` against the classifier, one pixel "
+            f"moved by 1/255 ({record['defined_both_times']} tasks defined both times, {record['seconds']:.0f} s):", "",
+            "| | median | 90th percentile | max | share within the bound |", "|---|---:|---:|---:|---:|",
+            f"| abs ΔCRG_i | {crg['median']:.4f} | {crg['p90']:.4f} | {crg['max']:.4f} | "
+            f"{record['share_crg_within_0.05']:.1f}% within 0.05 |",
+            f"| abs ΔDirSim_i | {dirsim['median']:.2f} | {dirsim['p90']:.2f} | {dirsim['max']:.2f} | "
+            f"{record['share_dirsim_within_5']:.1f}% within 5 |", "",
+            f"Largest pixel difference between counterfactuals of the same pixels in another memory layout, "
+            f"batch composition and order: {record['largest_pixel_difference_same_pixels']:g}.", ""]
+
+
 def benchmark_section() -> list[str]:
     return ["## Benchmark", "",
             "Every variant against the full-precision classifier (VD = Validity Drop; definitions in "
@@ -142,7 +179,7 @@ def render() -> str:
     lines = ["# Results", "",
              "_Generated by `python -m scripts.results_doc` from the files under `assets/`; do not edit by hand. "
              "`tests/test_results_doc.py` fails when this page and the files disagree._", "",
-             *accuracy_section(), *quality_section(), *benchmark_section()]
+             *accuracy_section(), *quality_section(), *judge_section(), *stability_section(), *benchmark_section()]
     return "\n".join(lines).rstrip() + "\n"
 
 
