@@ -43,7 +43,7 @@ from recourse.scan import FolderCase, read_folder, scan_images
 
 GALLERY = assets_dir() / "gallery"
 EXAMPLE_PHOTO = assets_dir() / "examples" / "grace-hopper.jpg"
-BENCHMARKS = {"default margin (3)": "benchmark.json", "margin 0 (minimal recourse)": "benchmark-margin0.json"}
+BENCHMARKS = {"default margin (6)": "benchmark.json", "margin 0 (minimal recourse)": "benchmark-margin0.json"}
 TARGETS = {"flip the full-precision decision": None, "1 (attribute present)": 1, "0 (attribute absent)": 0}
 DEFAULTS = minimal_recourse()
 PUBLIC = bool(os.environ.get("SPACE_ID")) or os.environ.get("RECOURSE_PUBLIC") == "1"

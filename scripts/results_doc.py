@@ -25,7 +25,7 @@ ACCURACY_COMMANDS = (
     "python -m recourse evaluate --data ../shared/data/celeba-aligned-dev --split all --no-cache --json assets/results/eval-classifier-aligned.json",
 )
 QUALITY = (("test", "counterfactual-quality-test.json"), ("val", "counterfactual-quality-val.json"))
-BENCHMARKS = (("default margin (3)", "benchmark.json"), ("margin 0", "benchmark-margin0.json"))
+BENCHMARKS = (("default margin (6)", "benchmark.json"), ("margin 0", "benchmark-margin0.json"))
 METRIC_NAMES = {"vd": ("VD", "lower", 1), "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
 
 

@@ -100,3 +100,28 @@ def test_evaluate_counterfactuals_command_prints_a_missing_group(hq_folder, tmp_
     assert result[empty_group] is None  # no task with that target: null, not NaN
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(one_way))
     assert "—" in line and "nan" not in line.lower()
+
+
+class AlwaysOn(torch.nn.Module):
+    """A judge that decides every attribute 1 whatever it sees."""
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return torch.ones(len(images), 40)
+
+    def embed(self, images: torch.Tensor) -> torch.Tensor:
+        return images.mean(dim=(2, 3))
+
+
+def test_judge_flip_rate_counts_only_tasks_the_judge_agreed_on(tiny_generator):
+    faces = mixed_faces()  # four dark (decided 0, target 1), four bright (decided 1, target 0)
+    report = evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(), tiny_generator,
+                                             ("Smiling",), FAST, timing_samples=1, judge=AlwaysOn())
+    result = report.results[0]
+    # the judge agreed before only on the bright faces (both said 1); it never says 0
+    assert result.judge_agreed == 4 and result.judge_flip_rate == 0.0
+    # judged by the guiding model itself, the judge FR is the FR of the tasks
+    itself = evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(), tiny_generator,
+                                             ("Smiling",), FAST, timing_samples=1, judge=BrightnessModel()).results[0]
+    assert itself.judge_agreed == 8 and itself.judge_flip_rate == itself.flip_rate
+    assert evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(), tiny_generator,
+                                           ("Smiling",), FAST, timing_samples=1).results[0].judge_flip_rate is None
