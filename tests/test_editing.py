@@ -95,3 +95,20 @@ def test_a_pixel_nudge_moves_the_edit_a_little(tiny_generator):
     second = generate(nudged, BrightnessModel(), "Smiling", 1, EDIT, tiny_generator)
     # the interpolated stop is continuous: the cost moves by about the nudge, not by a step
     assert abs(float(first.cost) - float(second.cost)) < 1e-3
+
+
+class Bent(torch.nn.Module):
+    """Logit = 40 · (brightness − 0.5)³ · 100: convex on the way up, so a straight line between
+    two steps crosses zero before the logit does."""
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        centred = images.mean(dim=(1, 2, 3)) - 0.5
+        return (4000 * centred ** 3 + 1e-3 * centred).unsqueeze(1).expand(-1, 40)
+
+
+def test_a_minimal_recourse_is_valid_even_where_the_logit_bends(tiny_generator):
+    dark = torch.full((3, 3, 16, 16), 0.3) + torch.arange(3).view(3, 1, 1, 1) * 0.05
+    result = generate(dark, Bent(), "Smiling", 1, dataclasses.replace(EDIT, margin=0.0, finish_learning_rate=1.0),
+                      tiny_generator)
+    assert bool(result.valid.all())
+    assert (torch.logit(result.probability_after) < 0.05).all()  # and still at the boundary, not past it

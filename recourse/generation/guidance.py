@@ -180,7 +180,7 @@ def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index
             reached = delta.detach()
             if last_delta is not None:
                 share = (last_gap / (last_gap - gap).clamp_min(1e-12)).clamp(0, 1).view(per_sample)
-                reached = last_delta + share * (reached - last_delta)
+                reached = _valid_stop(images, last_delta + share * (reached - last_delta), reached, model, index, sign)
             result[crossed] = reached[crossed]
             done |= crossed
         if bool(done.all()) or step == config.finish_steps:
@@ -199,6 +199,23 @@ def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index
         delta = delta.detach() + config.finish_learning_rate * moving * direction.view_as(delta)
     result[~done] = delta.detach()[~done]  # not past the margin within the steps: the last edit
     return (images + result).clamp(0, 1)
+
+
+@torch.no_grad()
+def _valid_stop(images: torch.Tensor, interpolated: torch.Tensor, end: torch.Tensor, model: nn.Module, index: int,
+                sign: torch.Tensor, halvings: int = 10) -> torch.Tensor:
+    """The interpolated stop if the model's decision there is the target; otherwise (a logit
+    that bends between two steps leaves a stop at margin 0 on the wrong side of the boundary)
+    the first decided point towards the step's end, found by halving the segment."""
+    decided = lambda delta: (model((images + delta).clamp(0, 1))[:, index] >= 0) == (sign > 0)  # noqa: E731
+    if bool(decided(interpolated).all()):
+        return interpolated
+    low, high = interpolated, end
+    for _ in range(halvings):
+        middle = (low + high) / 2
+        valid = decided(middle).view(-1, *[1] * (images.ndim - 1))
+        low, high = torch.where(valid, low, middle), torch.where(valid, middle, high)
+    return high
 
 
 def generate(
