@@ -26,6 +26,7 @@ import torch
 from PIL import Image
 
 from recourse.audit import audit_image
+from recourse.generation import CounterfactualConfig
 from recourse.models import VARIANTS
 from recourse.paths import assets_dir
 from scripts.app_screenshot import ROOT, app_process
@@ -33,6 +34,8 @@ from scripts.app_screenshot import ROOT, app_process
 GALLERY = ROOT / "assets" / "gallery"
 FLIP = "flip the full-precision decision"
 LOAD_ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
+
+EDIT = CounterfactualConfig()  # the app's editing defaults
 
 
 def photo() -> Path:
@@ -69,7 +72,7 @@ def through_client(url: str, variant: str, repeats: int) -> None:
     first, last = [], []
     for i in range(repeats + 1):
         started = time.perf_counter()
-        job = client.submit(handle_file(str(photo())), variant, "Smiling", FLIP, 20, 40.0, 0, 0.0,
+        job = client.submit(handle_file(str(photo())), variant, "Smiling", FLIP, EDIT.finish_steps, EDIT.cone_degrees, 0, 0.0,
                             api_name="/audit")
         arrivals = []
         for _ in job:  # one item per yield of the event; the iterator polls every millisecond
@@ -102,7 +105,7 @@ def load(url: str, pid: int, variant: str, clients: int, seconds: float) -> None
                 counts["sent"] += 1
             started = time.perf_counter()
             try:
-                values = next(o for o in client.predict(handle_file(str(photo())), variant, attribute, FLIP, 20, 40.0,
+                values = next(o for o in client.predict(handle_file(str(photo())), variant, attribute, FLIP, EDIT.finish_steps, EDIT.cone_degrees,
                                                         request, 0.0, api_name="/audit")
                               if isinstance(o, dict) and "recourse" in o)
                 assert values["attribute"] == attribute

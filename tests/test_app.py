@@ -15,6 +15,7 @@ from PIL import Image
 
 import app  # imported here, with the checkout as its home: the gallery is the committed one
 from recourse.data import ATTRIBUTES
+from recourse.generation import CounterfactualConfig
 from recourse.render.audit_html import CARDS
 from scripts.app_screenshot import start_app
 from tests.conftest import ROOT, build_home, still_generator, tiny_classifier
@@ -115,8 +116,12 @@ def client(tmp_path_factory):
         raise RuntimeError(f"{error}\n{log.read_text()[-3000:]}") from None
 
 
-def audit(client, path, variant="ptq-int8", attribute="Smiling", target=FLIP, steps=20, guidance=40.0, seed=0,
-          margin=0.0):
+EDIT_DEFAULTS = CounterfactualConfig()
+
+
+def audit(client, path, variant="ptq-int8", attribute="Smiling", target=FLIP, steps=EDIT_DEFAULTS.finish_steps,
+          guidance=EDIT_DEFAULTS.cone_degrees, seed=0, margin=0.0):
+    """An audit through the API; the editing settings default to the app's (and the CLI's)."""
     from gradio_client import handle_file
 
     return client.predict(handle_file(str(path)), variant, attribute, target, steps, guidance, seed, margin,

@@ -71,7 +71,9 @@ def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduc
     class Selection:
         index = (0, 1)
 
-    rows, _, found, _ = list(app.find_failures(GALLERY, "", None, "test", 2, None, "cf-ptq", "Young", 20, 40, 0, 0.0,
+    defaults = minimal_recourse()  # the scan with the app's defaults, as the audit below
+    rows, _, found, _ = list(app.find_failures(GALLERY, "", None, "test", 2, None, "cf-ptq", "Young",
+                                               defaults.finish_steps, defaults.cone_degrees, 0, 0.0,
                                                progress=lambda *a, **k: None))[-1]
     pixels, upload, _, variant, attribute, target, _ = app.select_failure(found, Selection())
     assert (variant, attribute, upload) == ("cf-ptq", "Young", None)
