@@ -16,7 +16,7 @@ import torch
 from recourse import __version__
 from recourse.checkpoints import CheckpointError, load_classifier, read_config, update_config
 from recourse.compression import METHODS
-from recourse.data import DEFAULT_ATTRIBUTES, QUALITY_ATTRIBUTES, SPLITS, DatasetError, LabelledImages, detect_layout, load_framed_split
+from recourse.data import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, QUALITY_ATTRIBUTES, SPLITS, DatasetError, LabelledImages, detect_layout, load_framed_split
 from recourse.paths import (
     DEFAULT_CACHE, checkpoints_dir, generator_dir, guide_dir, judge_dir, oracle_dir, shown, teacher_dir, variants_dir,
 )
@@ -182,8 +182,14 @@ def command_quantize(args: argparse.Namespace) -> int:
 
     checkpoint = _model_dir(args, args.checkpoint)
     model = load_classifier(checkpoint)
-    options = {"sparsity": args.sparsity, "steps": args.fine_tuning_steps, "budget": args.budget}
-    for option, flag in (("sparsity", "--sparsity"), ("steps", "--fine-tuning-steps"), ("budget", "--budget")):
+    options = {"sparsity": args.sparsity, "steps": args.fine_tuning_steps, "budget": args.budget,
+               "seed": args.fine_tuning_seed, "recourse_objective": args.recourse_objective,
+               "recourse_weight": args.recourse_weight, "bits": args.bits, "ends_bits": args.ends_bits,
+               "bit_choices": tuple(args.bit_choices) if args.bit_choices is not None else None}
+    for option, flag in (("sparsity", "--sparsity"), ("steps", "--fine-tuning-steps"), ("budget", "--budget"),
+                         ("seed", "--fine-tuning-seed"), ("recourse_objective", "--recourse-objective"),
+                         ("recourse_weight", "--recourse-weight"), ("bits", "--bits"), ("ends_bits", "--ends-bits"),
+                         ("bit_choices", "--bit-choices")):
         if options[option] is not None and option not in config_classes()[args.method].__dataclass_fields__:
             raise ValueError(f"{flag} does not apply to --method {args.method}")
     config = make_config(args.method, calibration_images=args.calibration_images, **options)
@@ -223,9 +229,12 @@ def command_benchmark(args: argparse.Namespace) -> int:
     from recourse.render.benchmark import markdown_table, write_markdown
 
     settings = BenchmarkSettings(n=args.n, attributes=tuple(args.attributes), chunk_size=args.chunk_size,
-                                 counterfactual=_counterfactual_config(args))
+                                 counterfactual=_counterfactual_config(args),
+                                 seen_attributes=tuple(a for a in DEFAULT_ATTRIBUTES if a in args.attributes),
+                                 margins=tuple(args.margins),
+                                 noise_control=None if args.noise_control == "none" else args.noise_control)
     config = BenchmarkConfig(
-        data=Path(args.data), out=Path(args.out), split=args.split, settings=settings, methods=tuple(args.methods),
+        data=Path(args.data), out=Path(args.out), split=args.split, settings=settings, variants=tuple(args.variants),
         checkpoint=_model_dir(args, args.checkpoint), variants_dir=Path(args.variants_dir or variants_dir()),
         generator=args.generator, image_cache=_cache(args), command=_command_line(args))
     result = run_benchmark(config, stage_bars("task"))
@@ -287,8 +296,21 @@ def build_parser() -> argparse.ArgumentParser:
     quantize.add_argument("--sparsity", type=finite_float,
                           help="prune-quant: share of weights set to zero (default 0.3)")
     quantize.add_argument("--fine-tuning-steps", type=int, help="QAT methods: fine-tuning steps (default 300)")
+    quantize.add_argument("--fine-tuning-seed", type=int, help="QAT methods: seed of the batches and dropout (default 0)")
+    quantize.add_argument("--recourse-objective", choices=("match", "target"),
+                          help="cfq-qat: match the teacher's logits at its recourse points and partial edits "
+                               "(default), or the first version's BCE to the target (an ablation)")
+    quantize.add_argument("--recourse-weight", type=finite_float,
+                          help="cf-ptq, cfq-qat: weight of the recourse term (default 1; cfq-qat with 0 is its "
+                               "no-recourse twin)")
     quantize.add_argument("--budget", type=finite_float,
                           help="mixed-precision methods: mean bits per weight (default 4.0)")
+    quantize.add_argument("--bit-choices", type=int, nargs="+",
+                          help="mixed-precision methods: the widths a layer may get (default 3 4 5 6 8; 2 allowed)")
+    quantize.add_argument("--bits", type=int, help="gptq: weight bits of every layer but the ends (default 4)")
+    quantize.add_argument("--ends-bits", type=int,
+                          help="ptq-int4, gptq: weight bits of the first convolution and the head "
+                               "(default: 4 for ptq-int4, 8 for gptq)")
     quantize.add_argument("--recourse-points", type=int, default=512,
                           help="cf-ptq, cfq-qat: training images to make the teacher's recourse points from")
     quantize.add_argument("--checkpoint", help="full-precision classifier (default checkpoints/classifier)")
@@ -304,8 +326,17 @@ def build_parser() -> argparse.ArgumentParser:
                        help="recourse tasks (one per image, attributes in turn); under torchrun or accelerate "
                             "launch write --tasks, since their own parsers read --n as one of their options")
     bench.add_argument("--out", required=True, help="folder for benchmark.json, benchmark.md and the resumable cache")
-    bench.add_argument("--methods", nargs="+", default=list(METHODS), choices=METHODS)
-    bench.add_argument("--attributes", nargs="+", default=list(DEFAULT_ATTRIBUTES))
+    bench.add_argument("--variants", "--methods", dest="variants", nargs="+", default=list(METHODS),
+                       help="variant folders of --variants-dir: method ids, seeds (-s1) and ablations "
+                            "(default: one per method)")
+    bench.add_argument("--attributes", nargs="+", default=list(DEFAULT_ATTRIBUTES + HELD_OUT_ATTRIBUTES),
+                       help="the four of the recourse points (Smiling, Young, Male, Eyeglasses) are reported "
+                            "apart from the others, which no method saw")
+    bench.add_argument("--margins", nargs="*", type=finite_float, default=[],
+                       help="margin sweep: VD, false acceptance and cost of the teacher's recourse at these margins")
+    bench.add_argument("--noise-control", default="ptq-int4",
+                       help="variant whose agreement the full-precision-plus-weight-noise control row matches "
+                            "('none': no control)")
     bench.add_argument("--checkpoint", help="full-precision classifier (default checkpoints/classifier)")
     bench.add_argument("--variants-dir", help="folder of variant folders (default checkpoints/variants)")
     bench.add_argument("--chunk-size", type=int, default=20, help="tasks per cached chunk")

@@ -39,6 +39,10 @@ ATTRIBUTES: tuple[str, ...] = (
 DEFAULT_ATTRIBUTES: tuple[str, ...] = ("Smiling", "Young", "Male", "Eyeglasses")
 # The generator is judged on these: the four above and four more, global and local.
 QUALITY_ATTRIBUTES: tuple[str, ...] = (*DEFAULT_ATTRIBUTES, "Blond_Hair", "Bangs", "Mouth_Slightly_Open", "Heavy_Makeup")
+# The benchmark's held-out tasks: attributes no counterfactual-aware method saw recourse
+# points of (those are made on DEFAULT_ATTRIBUTES only).
+HELD_OUT_ATTRIBUTES: tuple[str, ...] = ("Blond_Hair", "Bangs", "Mouth_Slightly_Open", "Heavy_Makeup", "Black_Hair",
+                                        "Wavy_Hair", "High_Cheekbones", "Wearing_Lipstick")
 
 Split = Literal["train", "val", "test", "all"]
 SPLITS: tuple[str, ...] = ("train", "val", "test", "all")

@@ -87,6 +87,31 @@ def validity_drop(teacher_valid: torch.Tensor, student_accepts_teacher: torch.Te
     return 100.0 * float((~student_accepts_teacher.bool() & in_s).sum()) / size, size
 
 
+def false_acceptance(teacher_partial_logits: torch.Tensor, student_partial_logits: torch.Tensor,
+                     target: torch.Tensor, teacher_valid: torch.Tensor) -> tuple[float, int]:
+    """``FA_α`` over ``S``: among partial edits ``x + α(x'_f − x)`` (one logit of attribute
+    ``a`` per task, ``(N,)``) that the teacher still rejects, the share the student
+    accepts, in %, and the number of such edits (NaN and 0 when there are none)."""
+    rejected = teacher_valid.bool() & (decisions(teacher_partial_logits) != target)
+    size = int(rejected.sum())
+    if size == 0:
+        return float("nan"), 0
+    accepted = decisions(student_partial_logits) == target
+    return 100.0 * float((accepted & rejected).sum()) / size, size
+
+
+def logit_gap(teacher_logits: torch.Tensor, student_logits: torch.Tensor, target: torch.Tensor,
+              teacher_valid: torch.Tensor) -> tuple[float, float]:
+    """Over ``S``, at the teacher's recourse: ``mean |logit^g_a − logit^f_a|`` and its signed
+    mean, positive where the student leans towards the target (NaN for an empty S)."""
+    in_s = teacher_valid.bool()
+    if not bool(in_s.any()):
+        return float("nan"), float("nan")
+    difference = (student_logits.double() - teacher_logits.double())[in_s]
+    towards = torch.where(target[in_s].bool(), 1.0, -1.0).double()
+    return float(difference.abs().mean()), float((difference * towards).mean())
+
+
 def both_valid(teacher_valid: torch.Tensor, student_valid: torch.Tensor) -> torch.Tensor:
     """``B = {V_f(x'_f) = 1 and V_g(x'_g) = 1}`` as a mask."""
     return teacher_valid.bool() & student_valid.bool()

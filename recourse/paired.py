@@ -9,7 +9,9 @@ seed. For each task:
 * ``x'_g`` — guided by the student's differentiable twin, with the same seed;
 * ``V_g(x'_f)`` and ``V_g(x'_g)`` — decided by the student's *decider*, the model that is
   deployed (integer kernels where they exist);
-* both costs and ``cos(x'_f − x, x'_g − x)``.
+* both costs and ``cos(x'_f − x, x'_g − x)``;
+* two-sided fidelity: both models' logits of ``a`` at ``x'_f`` and at the partial edits
+  ``x + α(x'_f − x)``, α in :data:`PARTIAL_FRACTIONS` (false acceptance, |Δlogit|).
 """
 
 from __future__ import annotations
@@ -23,9 +25,11 @@ from torch import nn
 from recourse.data import attribute_index
 from recourse.generation import CounterfactualConfig, CounterfactualResult, FaceGenerator, generate
 from recourse.metrics import (
-    ImageRecourse, both_valid, decisions, direction_cosines, directional_similarity, image_recourse, recourse_gap,
-    success_rate, validity, validity_drop,
+    ImageRecourse, both_valid, decisions, direction_cosines, directional_similarity, false_acceptance,
+    image_recourse, logit_gap, recourse_gap, success_rate, validity, validity_drop,
 )
+
+PARTIAL_FRACTIONS = (0.5, 0.75)  # α of the partial edits x + α(x'_f − x) of false acceptance
 
 
 @dataclass(frozen=True)
@@ -52,9 +56,23 @@ def flip_targets(model: nn.Module, images: torch.Tensor, attribute: str) -> torc
     return 1 - decisions(model(images)[:, attribute_index(attribute)])
 
 
+@torch.no_grad()
+def boundary_logits(model: nn.Module, images: torch.Tensor, counterfactuals: torch.Tensor,
+                    attribute: str) -> tuple[torch.Tensor, torch.Tensor]:
+    """``model``'s logit of ``attribute`` at the counterfactuals ``(N,)`` and at the partial
+    edits ``x + α(x' − x)`` ``(N, len(PARTIAL_FRACTIONS))``."""
+    index = attribute_index(attribute)
+    at_counterfactual = model(counterfactuals)[:, index]
+    partial = [model(images + fraction * (counterfactuals - images))[:, index] for fraction in PARTIAL_FRACTIONS]
+    return at_counterfactual, torch.stack(partial, dim=1)
+
+
 @dataclass(frozen=True)
 class RecourseSummary:
-    """VD, CRG, DirSim and the student's success rate over a set of tasks, with N, |S|, |B|."""
+    """VD, CRG, DirSim, two-sided fidelity and the student's success rate over a set of
+    tasks, with N, |S|, |B|. ``fa_50`` / ``fa_75``: false acceptance at α = 0.5 / 0.75;
+    ``logit_gap``: mean |Δlogit| at ``x'_f``; ``logit_lean``: its signed mean (positive =
+    towards the target)."""
 
     vd: float
     crg: float
@@ -63,6 +81,10 @@ class RecourseSummary:
     n: int
     s: int
     b: int
+    fa_50: float = float("nan")
+    fa_75: float = float("nan")
+    logit_gap: float = float("nan")
+    logit_lean: float = float("nan")
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -79,6 +101,10 @@ class RecourseColumns:
     teacher_cost: torch.Tensor  # float64, c(x, x'_f)
     student_cost: torch.Tensor  # float64, c(x, x'_g)
     cosine: torch.Tensor  # float64, cos(x'_f − x, x'_g − x)
+    teacher_logit: torch.Tensor  # float64, logit^f_a(x'_f)
+    student_logit: torch.Tensor  # float64, logit^g_a(x'_f), the decider's
+    teacher_partial: torch.Tensor  # float64 (N, len(PARTIAL_FRACTIONS)), logit^f_a(x + α(x'_f − x))
+    student_partial: torch.Tensor  # float64 (N, len(PARTIAL_FRACTIONS)), the decider's
 
     def __len__(self) -> int:
         return len(self.target)
@@ -93,10 +119,13 @@ class RecourseColumns:
     def summary(self) -> RecourseSummary:
         vd, s = validity_drop(self.teacher_valid, self.student_accepts_teacher)
         mask = both_valid(self.teacher_valid, self.student_valid)
+        fa = [false_acceptance(self.teacher_partial[:, k], self.student_partial[:, k], self.target, self.teacher_valid)[0]
+              for k in range(len(PARTIAL_FRACTIONS))]
+        gap, lean = logit_gap(self.teacher_logit, self.student_logit, self.target, self.teacher_valid)
         return RecourseSummary(
             vd=vd, crg=recourse_gap(self.teacher_cost, self.student_cost, mask),
             dirsim=directional_similarity(self.cosine, mask), success_rate=success_rate(self.student_valid),
-            n=len(mask), s=s, b=int(mask.sum()))
+            n=len(mask), s=s, b=int(mask.sum()), fa_50=fa[0], fa_75=fa[1], logit_gap=gap, logit_lean=lean)
 
     def image(self, i: int) -> ImageRecourse:
         """Task ``i``'s per-image values (``CRG_i``, ``DirSim_i``)."""
@@ -118,6 +147,7 @@ class StudentRecourse:
     cost: torch.Tensor
     cosine: torch.Tensor
     logit_on_teacher: torch.Tensor  # the decider's logit of a at x'_f
+    partial_on_teacher: torch.Tensor  # the decider's logits of a at x + α(x'_f − x), (N, len(PARTIAL_FRACTIONS))
     logit_on_own: torch.Tensor  # the decider's logit of a at x'_g
     twin_probability_after: torch.Tensor  # the twin's p_a(x'_g)
 
@@ -128,8 +158,8 @@ def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor
     """``x'_g`` for images ``(N, 3, H, W)`` and the student's view of the teacher's ``x'_f``."""
     index = attribute_index(attribute)
     own = generate(images, student.twin, attribute, targets, config, generator, seeds)
+    on_teacher, partial = boundary_logits(student.decider, images, teacher_counterfactuals, attribute)
     with torch.no_grad():
-        on_teacher = student.decider(teacher_counterfactuals)[:, index]
         on_own = student.decider(own.images)[:, index]
     return StudentRecourse(
         counterfactuals=own.images,
@@ -137,16 +167,19 @@ def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor
         valid=validity(decisions(on_own), targets.long()),
         cost=own.cost,
         cosine=direction_cosines(teacher_counterfactuals - images, own.images - images),
-        logit_on_teacher=on_teacher, logit_on_own=on_own, twin_probability_after=own.probability_after,
+        logit_on_teacher=on_teacher, partial_on_teacher=partial, logit_on_own=on_own,
+        twin_probability_after=own.probability_after,
     )
 
 
-def columns(teacher_valid: torch.Tensor, teacher_cost: torch.Tensor, targets: torch.Tensor,
-            student: StudentRecourse) -> RecourseColumns:
+def columns(teacher_valid: torch.Tensor, teacher_cost: torch.Tensor, teacher_logit: torch.Tensor,
+            teacher_partial: torch.Tensor, targets: torch.Tensor, student: StudentRecourse) -> RecourseColumns:
     return RecourseColumns(
         target=targets.long(), teacher_valid=teacher_valid.bool(),
         student_accepts_teacher=student.accepts_teacher.bool(), student_valid=student.valid.bool(),
-        teacher_cost=teacher_cost.double(), student_cost=student.cost.double(), cosine=student.cosine.double())
+        teacher_cost=teacher_cost.double(), student_cost=student.cost.double(), cosine=student.cosine.double(),
+        teacher_logit=teacher_logit.double(), student_logit=student.logit_on_teacher.double(),
+        teacher_partial=teacher_partial.double(), student_partial=student.partial_on_teacher.double())
 
 
 @dataclass(frozen=True)
@@ -167,5 +200,7 @@ def paired_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor,
     teacher_result = generate(images, teacher, attribute, targets, config, generator, seeds)
     student_result = student_recourse(images, attribute, targets, teacher_result.images, student, config,
                                       generator, seeds)
+    teacher_logit, teacher_partial = boundary_logits(teacher, images, teacher_result.images, attribute)
     return PairedRecourse(teacher_result, student_result,
-                          columns(teacher_result.valid, teacher_result.cost, targets, student_result))
+                          columns(teacher_result.valid, teacher_result.cost, teacher_logit, teacher_partial, targets,
+                                  student_result))

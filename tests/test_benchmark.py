@@ -11,6 +11,7 @@ import torch
 from recourse.benchmark import (
     BenchmarkConfig, BenchmarkResult, BenchmarkRow, BenchmarkSettings, bootstrap_intervals, run_benchmark,
 )
+from recourse.benchmark.rows import RECOURSE_METRICS
 from recourse.benchmark.tasks import record_columns
 from recourse.checkpoints import load_classifier, update_config
 from recourse.cli import main
@@ -19,10 +20,13 @@ from recourse.render.benchmark import display_rows, markdown_report, markdown_ta
 from tests.conftest import ROOT
 
 
-def _record(task, teacher_valid, teacher_cost, accepts, valid, cost, cosine, attribute="Smiling"):
+def _record(task, teacher_valid, teacher_cost, accepts, valid, cost, cosine, attribute="Smiling",
+            teacher_logit=1.0, logit=None, teacher_partial=(-1.0, -0.5), partial=(-1.0, -0.5)):
+    logit = (1.0 if accepts else -1.0) if logit is None else logit
     return {"task": task, "attribute": attribute, "target": 1, "teacher_valid": teacher_valid,
-            "teacher_cost": teacher_cost,
-            "students": {"g": {"accepts_teacher": accepts, "valid": valid, "cost": cost, "cosine": cosine}}}
+            "teacher_cost": teacher_cost, "teacher_logit": teacher_logit, "teacher_partial": list(teacher_partial),
+            "students": {"g": {"accepts_teacher": accepts, "valid": valid, "cost": cost, "cosine": cosine,
+                               "logit": logit, "partial": list(partial)}}}
 
 
 def test_recourse_summary_by_hand():
@@ -88,7 +92,7 @@ def test_a_result_with_undefined_metrics_is_strict_json_and_reads_back():
     headers, cells = display_rows(again)
     assert headers[:3] == ["method", "Acc %", "VD % ↓"] and cells[1][2] == "—"
     table = markdown_table(list(result.rows))
-    assert "| ptq-int4 | 90.00 | n/a | inf |" in table  # NaN: undefined; an infinite CRG says so
+    assert "| ptq-int4 | 90.00 | 99.00 | 4.00 | n/a | — | — | — | — | inf | n/a |" in table  # NaN: undefined; inf says so
     assert markdown_report(again).startswith("Benchmark on test (2026-11-30)")
     with pytest.raises(ValueError, match="not a benchmark record"):
         BenchmarkResult.from_dict({"rows": [{"method": "fp32"}]})
@@ -117,9 +121,9 @@ def tiny_setup(hq_folder, tmp_path, tiny_generator, bright_checkpoint) -> dict:
         update_config(tmp_path / "variants" / config.method, make_seconds=seconds)  # T_make, known
     tiny_generator.save_pretrained(tmp_path / "generator")
     return {"data": root, "split": "all", "checkpoint": tmp_path / "fp32", "variants_dir": tmp_path / "variants",
-            "generator": str(tmp_path / "generator"), "methods": ("ptq-int8", "ptq-int4"), "image_cache": None,
+            "generator": str(tmp_path / "generator"), "variants": ("ptq-int8", "ptq-int4"), "image_cache": None,
             "settings": BenchmarkSettings(n=6, attributes=("Smiling", "Young"), chunk_size=2, counterfactual=FAST,
-                                          latency_repeats=2)}
+                                          latency_repeats=2, margins=(1.0, 2.0), bootstrap_samples=100)}
 
 
 def command_line(setup: dict) -> list[str]:
@@ -128,9 +132,9 @@ def command_line(setup: dict) -> list[str]:
     settings = setup["settings"]
     return ["benchmark", "--data", str(setup["data"]), "--split", setup["split"], "--tasks", str(settings.n),
             "--chunk-size", str(settings.chunk_size), "--checkpoint", str(setup["checkpoint"]),
-            "--variants-dir", str(setup["variants_dir"]), "--methods", *setup["methods"],
+            "--variants-dir", str(setup["variants_dir"]), "--variants", *setup["variants"],
             "--generator", setup["generator"], "--attributes", *settings.attributes, "--steps", "10",
-            "--noise-level", "0.5", "--margin", "2", "--no-cache"]
+            "--noise-level", "0.5", "--margin", "2", "--margins", "1", "2", "--no-cache"]
 
 
 def _comparable(report: dict) -> list[dict]:
@@ -143,9 +147,11 @@ def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_p
     result = run_benchmark(BenchmarkConfig(out=out, **tiny_setup))
     report = json.loads((out / "benchmark.json").read_text(), parse_constant=lambda c: pytest.fail(f"{c} in JSON"))
     assert report == json.loads(json.dumps(result.to_dict()))
-    assert [row["method"] for row in report["rows"]] == ["fp32", "ptq-int8", "ptq-int4"]
+    assert [row["method"] for row in report["rows"]] == ["fp32", "ptq-int8", "ptq-int4", "fp32-noise"]
     assert report["n"] == 6 and report["attributes"] == ["Smiling", "Young"] and report["processes"] == 1
-    fp32, int8, int4 = report["rows"]
+    fp32, int8, int4, control = report["rows"]
+    assert control["details"]["matched_to"] == "ptq-int4" and control["compression"] == "control"
+    assert abs(control["details"]["agreement_on_matching_images"] - control["details"]["target_agreement"]) < 5
     # Overhead = (T_train + T_make(variant)) / (T_train + T_make(ptq-int8)), from the files' times
     assert int8["overhead"] == 1.0
     assert int4["overhead"] == pytest.approx((TRAIN_SECONDS + INT4_SECONDS) / (TRAIN_SECONDS + INT8_SECONDS))
@@ -156,11 +162,18 @@ def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_p
     markdown = markdown_report(result)
     assert "| ptq-int4 |" in markdown and "| method − ptq-int4 |" in markdown
     versus = int8["paired"]["ptq-int4"]
-    assert set(versus) == {"vd", "crg", "dirsim"} and int4["paired"] == {}
+    assert set(versus) == set(RECOURSE_METRICS) and int4["paired"] == {}
     assert int4["s"] == int8["s"]  # S is the teacher's: the same for every student, so VD is defined for both
     assert versus["vd"][0] == pytest.approx(int8["vd"] - int4["vd"])
     chunks = sorted((out / "cache").glob("*-0000*"))
-    assert len(chunks) == 3 * 3  # three chunks: the teacher's part and one per student
+    # three chunks: the teacher's part, one per student and the control, and the teacher's part at
+    # the sweep's margin 1 (its margin 2 is the benchmark's own: read back, not remade)
+    assert len(chunks) == 3 * 5
+    sweep = {point["margin"]: point for point in report["sweep"]}
+    assert set(sweep) == {1.0, 2.0} and sweep[2.0]["s"] == fp32["s"]
+    assert sweep[2.0]["students"]["ptq-int4"]["vd"] == pytest.approx(int4["vd"])
+    assert sweep[1.0]["teacher_cost"] <= sweep[2.0]["teacher_cost"]
+    assert {f["family"] for f in report["families"]} == {"ptq-int8", "ptq-int4", "fp32-noise"}
     stamps = [c.stat().st_mtime_ns for c in chunks]
     run_benchmark(BenchmarkConfig(out=out, **tiny_setup))  # a second run reads every chunk back
     assert [c.stat().st_mtime_ns for c in chunks] == stamps
@@ -199,3 +212,66 @@ def test_missing_variant_is_a_clear_error(tiny_setup, tmp_path, capsys):
     arguments[arguments.index("ptq-int4")] = "kd-quant"
     assert main([*arguments, "--out", str(tmp_path / "bench")]) == 2
     assert "variant not found" in capsys.readouterr().err
+
+
+def test_paired_difference_takes_crg_and_dirsim_on_the_tasks_both_have_in_b():
+    from recourse.benchmark.rows import paired_difference
+
+    records = [_record(0, True, 0.1, True, True, 0.1, 1.0), _record(1, True, 0.1, True, True, 0.3, 0.0),
+               _record(2, True, 0.1, True, False, 0.1, 1.0)]
+    for record, (valid, cost, cosine) in zip(records, [(True, 0.1, 1.0), (False, 0.1, 1.0), (True, 0.1, 1.0)]):
+        record["students"]["h"] = {**record["students"]["g"], "valid": valid, "cost": cost, "cosine": cosine}
+    mine, theirs = record_columns(records, "g"), record_columns(records, "h")
+    difference = paired_difference(mine, theirs)
+    # only task 0 is in both B: equal costs and cosines there, although g's own B adds task 1
+    assert difference["crg"] == 0.0 and difference["dirsim"] == 0.0
+    assert mine.summary().crg > 0 and difference["vd"] == 0.0
+
+
+def test_two_sided_summary_reports_false_acceptance_and_the_lean():
+    records = [_record(i, True, 0.1, True, True, 0.1, 1.0, teacher_logit=1.0, logit=3.0,
+                       teacher_partial=(-1.0, -0.5), partial=(0.5 if i < 2 else -0.5, 0.5)) for i in range(4)]
+    summary = record_columns(records, "g").summary()
+    assert summary.vd == 0.0 and summary.fa_50 == pytest.approx(50.0) and summary.fa_75 == pytest.approx(100.0)
+    assert summary.logit_gap == pytest.approx(2.0) and summary.logit_lean == pytest.approx(2.0)
+
+
+def test_seed_bootstrap_and_family_rows_average_over_seeds():
+    from recourse.benchmark.rows import family_of, family_rows, seed_bootstrap
+
+    assert family_of("cfq-qat-s2") == "cfq-qat" and family_of("ptq-int4") == "ptq-int4"
+    generator = torch.Generator().manual_seed(0)
+    records = []
+    for i in range(40):
+        record = _record(i, True, 0.1, True, True, 0.1, 1.0, attribute=("Smiling", "Bangs")[i % 2])
+        accepts = [bool(torch.rand(1, generator=generator) < p) for p in (0.9, 0.6)]
+        for name, accept in zip(("g", "g-s1"), accepts):
+            record["students"][name] = {**record["students"]["g"], "accepts_teacher": accept,
+                                        "logit": 1.0 if accept else -1.0}
+        records.append(record)
+    seeds = [record_columns(records, name) for name in ("g", "g-s1")]
+    values = [c.summary().vd for c in seeds]
+    low, high = seed_bootstrap(seeds, samples=300)["vd"]
+    assert low <= sum(values) / 2 <= high
+    one_seed = bootstrap_intervals(seeds[0], samples=300)["vd"]
+    assert high - low > one_seed[1] - one_seed[0]  # the seeds' spread widens the interval
+    rows = [_row("fp32", family="fp32"), _row("g", family="g", compression="x"), _row("g-s1", family="g", compression="x")]
+    settings = BenchmarkSettings(n=40, attributes=("Smiling", "Bangs"), seen_attributes=("Smiling",))
+    (family,) = family_rows(rows, records, settings)
+    assert family.variants == ("g", "g-s1") and family.compression == "x"
+    assert family.metrics["all"]["vd"]["mean"] == pytest.approx(sum(values) / 2)
+    assert family.metrics["all"]["vd"]["sd"] == pytest.approx(abs(values[0] - values[1]) / 2 ** 0.5)
+    assert set(family.metrics) == {"all", "seen", "held_out"}
+
+
+def test_margin_sweep_points_from_records():
+    from recourse.benchmark.sweep import sweep_points
+
+    records = [{"margin": m, "task": i, "target": 1, "teacher_valid": i < 3, "teacher_cost": 0.1 * (1 + m),
+                "teacher_logit": m, "teacher_partial": [-1.0, -0.5],
+                "students": {"g": {"logit": m - 1.0, "partial": [-1.0, 0.5]}}}
+               for m in (0.0, 2.0) for i in range(4)]
+    low, high = sweep_points(records, (0.0, 2.0))
+    assert low.s == high.s == 3 and low.teacher_success == 75.0
+    assert low.students["g"]["vd"] == 100.0 and high.students["g"]["vd"] == 0.0  # logit −1 rejects, +1 accepts
+    assert high.teacher_cost == pytest.approx(0.3) and low.students["g"]["fa_75"] == 100.0

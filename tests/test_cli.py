@@ -140,6 +140,41 @@ def test_options_that_do_not_apply_to_a_method_are_refused(hq_folder, tiny_check
     assert "--fine-tuning-steps does not apply to --method ptq-int8" in capsys.readouterr().err
 
 
+def test_quantize_width_options_reach_the_method(hq_folder, tiny_checkpoint, tmp_path):
+    from recourse.compression import load_variant
+
+    root, _ = hq_folder
+    base = ["quantize", "--data", str(root), "--checkpoint", str(tiny_checkpoint), "--calibration-images", "3",
+            "--no-cache"]
+    assert main([*base, "--method", "gptq", "--bits", "3", "--ends-bits", "6", "--out", str(tmp_path / "g")]) == 0
+    gptq = load_variant(tmp_path / "g")
+    assert (gptq.config.bits, gptq.config.ends_bits) == (3, 6)
+    assert list(gptq.layer_bits.values()) == [6, 3, 3, 6]  # stem, the stage's two convolutions, head
+    assert main([*base, "--method", "ptq-int4", "--ends-bits", "8", "--out", str(tmp_path / "p")]) == 0
+    assert list(load_variant(tmp_path / "p").layer_bits.values()) == [8, 4, 4, 8]
+    assert main([*base, "--method", "mixedprec-qat", "--bit-choices", "2", "4", "--budget", "2",
+                 "--fine-tuning-steps", "0", "--out", str(tmp_path / "m")]) == 0
+    mixed = load_variant(tmp_path / "m")
+    assert mixed.config.bit_choices == (2, 4) and set(mixed.layer_bits.values()) == {2}
+
+
+@pytest.mark.parametrize("method, option, value", [("ptq-int4", "--bits", "3"), ("ptq-int8", "--ends-bits", "8"),
+                                                   ("gptq", "--bit-choices", "4"), ("ptq-int4", "--bit-choices", "4")])
+def test_width_options_that_do_not_apply_to_a_method_are_refused(hq_folder, tiny_checkpoint, capsys, method, option,
+                                                                 value):
+    root, _ = hq_folder
+    assert main(["quantize", "--method", method, "--data", str(root), "--checkpoint", str(tiny_checkpoint),
+                 option, value, "--no-cache"]) == 2
+    assert f"{option} does not apply to --method {method}" in capsys.readouterr().err
+
+
+def test_invalid_widths_are_refused_naming_the_setting(hq_folder, tiny_checkpoint, capsys):
+    root, _ = hq_folder
+    assert main(["quantize", "--method", "gptq", "--data", str(root), "--checkpoint", str(tiny_checkpoint),
+                 "--bits", "7", "--no-cache"]) == 2
+    assert "bits must be one of (2, 3, 4, 5, 6, 8), got 7" in capsys.readouterr().err
+
+
 def portrait() -> Path:
     """A public-domain portrait shipped inside the matplotlib wheel (not a dataset photo)."""
     import matplotlib

@@ -142,3 +142,28 @@ def test_zero_cost_with_both_valid_is_undefined_not_a_division_by_zero():
     assert values.crg is None and values.dirsim is None
     assert values.reason == "the full-precision recourse changes nothing"
     assert values.to_dict()["crg"] is None
+
+
+def test_false_acceptance_counts_partial_edits_the_teacher_still_rejects():
+    from recourse.metrics import false_acceptance
+
+    target = torch.tensor([1, 1, 0, 1, 1])
+    teacher = torch.tensor([-1.0, 0.5, 1.0, -2.0, -1.0])  # rejects tasks 0, 2, 3, 4; accepts task 1
+    student = torch.tensor([0.2, 0.3, -0.1, -0.1, 3.0])  # accepts 0, 1, 2, 4
+    in_s = torch.tensor([True, True, True, True, False])
+    value, count = false_acceptance(teacher, student, target, in_s)
+    assert count == 3 and value == pytest.approx(100 * 2 / 3)  # tasks 0, 2, 3 considered; 0 and 2 accepted
+    assert false_acceptance(teacher, student, target, torch.zeros(5, dtype=torch.bool))[1] == 0
+
+
+def test_logit_gap_is_signed_towards_the_target():
+    from recourse.metrics import logit_gap
+
+    target = torch.tensor([1, 0, 1])
+    teacher = torch.tensor([2.0, -2.0, 1.0])
+    student = torch.tensor([3.0, -1.0, 1.0])  # +1 towards 1; +1 away from 0 (towards 1, against the target 0)
+    gap, lean = logit_gap(teacher, student, target, torch.tensor([True, True, False]))
+    assert gap == pytest.approx(1.0) and lean == pytest.approx(0.0)
+    gap, lean = logit_gap(teacher, student, target, torch.tensor([True, False, True]))
+    assert gap == pytest.approx(0.5) and lean == pytest.approx(0.5)
+    assert math.isnan(logit_gap(teacher, student, target, torch.zeros(3, dtype=torch.bool))[0])

@@ -2,8 +2,8 @@ import pytest
 import torch
 
 from recourse.classifier import AttributeClassifier, ClassifierConfig
-from recourse.compression import (CFPTQConfig, CFQQATConfig, KDQuantConfig, MixedPrecQATConfig, PruneQuantConfig,
-                                   PTQInt4Config, PTQInt8Config, quantize)
+from recourse.compression import (CFPTQConfig, CFQQATConfig, GPTQConfig, KDQuantConfig, MixedPrecQATConfig,
+                                   PruneQuantConfig, PTQInt4Config, PTQInt8Config, quantize)
 from recourse.compression.recourse_points import RecoursePoints
 
 
@@ -29,6 +29,7 @@ def labels_and_points(model_and_images):
 
 ALL_METHODS = [
     PTQInt8Config(calibration_images=32), PTQInt4Config(calibration_images=32),
+    PTQInt4Config(calibration_images=32, ends_bits=8), GPTQConfig(calibration_images=32, hessian_images=16),
     PruneQuantConfig(calibration_images=32), CFPTQConfig(calibration_images=32, search_images=16),
     MixedPrecQATConfig(steps=3, batch_size=8, sensitivity_images=16),
     CFQQATConfig(steps=3, batch_size=8, sensitivity_images=16, recourse_batch_size=4),
@@ -121,7 +122,12 @@ def test_bad_arguments_are_rejected(model_and_images):
         quantize(model, "ptq-int8", images)
 
 
-@pytest.mark.parametrize("config", ALL_METHODS, ids=lambda c: c.method)
+def config_id(config) -> str:
+    ends = getattr(config, "ends_bits", None)
+    return config.method + (f"-ends{ends}" if ends is not None else "")
+
+
+@pytest.mark.parametrize("config", ALL_METHODS, ids=config_id)
 def test_every_method_saves_compactly_and_reloads_with_identical_outputs(model_and_images, labels_and_points,
                                                                          config, tmp_path):
     from recourse.compression import load_variant, save_variant
@@ -219,6 +225,7 @@ def test_prune_quant_keeps_the_stated_sparsity_through_quantization(model_and_im
     assert variant.integer is not None and variant.details["sparsity"] == 0.5
     weights = torch.cat([w.flatten() for w in layer_weights(variant).values()])
     assert 0.49 <= float((weights == 0).float().mean()) < 0.6
+    assert variant.details["storage"].startswith("dense 8-bit codes")  # says plainly that zeros save nothing
     unpruned = quantize(model, PTQInt8Config(calibration_images=32), images)
     assert float((torch.cat([w.flatten() for w in layer_weights(unpruned).values()]) == 0).float().mean()) < 0.1
     with pytest.raises(ValueError, match="sparsity"):
@@ -228,8 +235,109 @@ def test_prune_quant_keeps_the_stated_sparsity_through_quantization(model_and_im
 def test_the_registry_lists_every_method_once_in_order():
     from recourse.compression import METHODS, config_classes, register
 
-    assert METHODS == ("ptq-int8", "ptq-int4", "cf-ptq", "cfq-qat", "mixedprec-qat", "kd-quant", "prune-quant")
+    assert METHODS == ("ptq-int8", "ptq-int4", "gptq", "cf-ptq", "cfq-qat", "mixedprec-qat", "kd-quant",
+                       "prune-quant")
     assert tuple(config_classes()) == METHODS
     assert {type(c) for c in ALL_METHODS} == set(config_classes().values())
     with pytest.raises(ValueError, match="already has a handler"):
         register(PTQInt8Config)(lambda config, inputs: None)
+
+
+def test_ptq_int4_with_eight_bit_ends_changes_only_the_first_and_last_layers(model_and_images):
+    model, images = model_and_images
+    plain = quantize(model, PTQInt4Config(calibration_images=32), images)
+    ends = quantize(model, PTQInt4Config(calibration_images=32, ends_bits=8), images)
+    names = list(ends.layer_bits)
+    assert [ends.layer_bits[n] for n in names] == [8] + [4] * (len(names) - 2) + [8]
+    assert ends.details["layer_bits"] == ends.layer_bits and ends.details["ends_bits"] == 8
+    assert "ends_bits" not in plain.details and set(plain.layer_bits.values()) == {4}
+    plain_weights, ends_weights = layer_weights(plain), layer_weights(ends)
+    for name in names:  # the same min/max codes in between, finer codes at the ends
+        assert torch.equal(plain_weights[name], ends_weights[name]) == (name not in (names[0], names[-1])), name
+    total = sum(w.numel() for w in ends_weights.values())
+    ends_share = (ends_weights[names[0]].numel() + ends_weights[names[-1]].numel()) / total
+    assert ends.bits_per_weight == pytest.approx(4 + 4 * ends_share)
+
+
+TWO_BITS = [MixedPrecQATConfig(steps=0, calibration_images=32, sensitivity_images=16, bit_choices=(2, 3, 4, 5, 6, 8),
+                               budget=2.0),
+            GPTQConfig(calibration_images=32, hessian_images=32, bits=2, ends_bits=None)]
+
+
+@pytest.mark.parametrize("config", TWO_BITS, ids=lambda c: c.method)
+def test_two_bit_layers_pack_reload_and_decide_as_the_integer_model_does(model_and_images, labels_and_points, config,
+                                                                        tmp_path):
+    from safetensors.torch import load_file
+
+    from recourse.compression import load_variant, save_variant
+
+    model, images = model_and_images
+    variant = quantize(model, config, images, labels_and_points[0])
+    assert set(variant.layer_bits.values()) == {2} and variant.bits_per_weight == 2.0
+    for name, weight in layer_weights(variant).items():
+        for channel in weight.flatten(1):
+            assert len(torch.unique(channel)) <= 4, name
+    with torch.no_grad():
+        twin_decisions, integer_decisions = variant.twin(images) >= 0, variant.integer(images) >= 0
+    assert (twin_decisions == integer_decisions).float().mean() > 0.98  # 2-bit codes in the 8-bit kernels
+    save_variant(variant, model, tmp_path / "v")
+    stored = load_file(str(tmp_path / "v" / "model.safetensors"))
+    for name, weight in layer_weights(variant).items():
+        assert stored[f"{name}.weight_codes"].numel() == -(-weight.numel() // 4)  # four codes a byte
+    loaded = load_variant(tmp_path / "v")
+    assert loaded.layer_bits == variant.layer_bits
+    with torch.no_grad():
+        assert torch.equal(loaded.integer(images), variant.integer(images))
+
+
+def test_mixed_precision_keeps_its_bit_choices_and_may_be_given_two_bits():
+    from recourse.compression.fakequant import BIT_CHOICES
+
+    assert 2 in BIT_CHOICES
+    assert MixedPrecQATConfig().bit_choices == CFQQATConfig().bit_choices == (3, 4, 5, 6, 8)
+    assert MixedPrecQATConfig(bit_choices=(2, 4), budget=2.0).budget == 2.0
+    with pytest.raises(ValueError, match="budget"):
+        MixedPrecQATConfig(bit_choices=(2, 4), budget=1.5)
+    with pytest.raises(ValueError, match="bit_choices"):
+        MixedPrecQATConfig(bit_choices=(1, 4))
+
+
+@pytest.mark.parametrize("make, message", [
+    (lambda: PTQInt4Config(ends_bits=7), "ends_bits must be one of"),
+    (lambda: PTQInt4Config(ends_bits=True), "ends_bits must be one of"),
+    (lambda: PTQInt4Config(ends_bits=8.0), "ends_bits must be one of"),
+])
+def test_ends_bits_must_be_a_layer_width(make, message):
+    with pytest.raises(ValueError, match=message):
+        make()
+
+
+def test_only_fixed_width_methods_take_ends_bits():
+    from recourse.compression import make_config
+
+    assert make_config("ptq-int4", ends_bits=8).ends_bits == 8
+    assert make_config("gptq", ends_bits=6, bits=3) == GPTQConfig(bits=3, ends_bits=6)
+    with pytest.raises(ValueError, match="ends_bits does not apply to method ptq-int8"):
+        make_config("ptq-int8", ends_bits=8)
+
+
+@pytest.mark.parametrize("config, layer, bits", [
+    (PTQInt4Config(calibration_images=32, ends_bits=8), "features.3", 8),  # the middle stays at 4
+    (PTQInt4Config(calibration_images=32, ends_bits=8), "head.2", 4),  # the ends at 8
+    (PTQInt4Config(calibration_images=32), "head.2", 8),  # no ends_bits: 4 everywhere
+    (GPTQConfig(calibration_images=32, hessian_images=8, bits=3), "features.0", 3),
+], ids=["ptq-middle", "ptq-end", "ptq-no-ends", "gptq-end"])
+def test_storage_refuses_widths_the_method_does_not_give_a_layer(model_and_images, tmp_path, config, layer, bits):
+    import json
+
+    from recourse.checkpoints import CheckpointError
+    from recourse.compression import load_variant, save_variant
+
+    model, images = model_and_images
+    save_variant(quantize(model, config, images), model, tmp_path / "v")
+    load_variant(tmp_path / "v")  # as saved, it loads
+    record = json.loads((tmp_path / "v" / "config.json").read_text())
+    record["layer_bits"][layer] = bits
+    (tmp_path / "v" / "config.json").write_text(json.dumps(record))
+    with pytest.raises(CheckpointError, match=f"layer {layer} has {bits} bits; {config.method} uses"):
+        load_variant(tmp_path / "v")

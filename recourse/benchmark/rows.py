@@ -1,7 +1,9 @@
-"""The benchmark's table: one row per model, with bootstrap intervals and paired differences."""
+"""The benchmark's table: one row per model and one per family of seeds, with bootstrap
+intervals, the seen/held-out attribute groups and paired differences on shared tasks."""
 
 from __future__ import annotations
 
+import re
 import statistics
 import time
 from dataclasses import dataclass, field
@@ -11,13 +13,22 @@ from torch import nn
 
 from recourse.benchmark.tasks import FP32, BenchmarkSettings, record_columns
 from recourse.data import to_float_images
-from recourse.metrics import agreement, decisions, mean_accuracy, overhead
+from recourse.metrics import agreement, both_valid, decisions, mean_accuracy, overhead
 from recourse.paired import RecourseColumns, Student
 
-RECOURSE_METRICS = ("vd", "crg", "dirsim")
-# Paired comparisons: the 4-bit post-training baseline, and mixed-precision QAT without the
-# recourse term (against which cfq-qat isolates that term).
-PAIRED_REFERENCES = ("ptq-int4", "mixedprec-qat")
+RECOURSE_METRICS = ("vd", "crg", "dirsim", "fa_50", "fa_75", "logit_gap", "logit_lean")
+# CRG and DirSim are defined on B; a paired difference takes them on the tasks both have in B
+_ON_B = ("crg", "dirsim")
+GROUPS = ("all", "seen", "held_out")
+# Paired comparisons, family against family: the 4-bit post-training baselines, and
+# cfq-qat's no-recourse twin (same calibration and bits), which isolates the recourse term.
+PAIRED_REFERENCES = ("ptq-int4", "ptq-int4-ends8", "cfq-qat-norecourse")
+BOOTSTRAP_SAMPLES = 1000
+
+
+def family_of(variant: str) -> str:
+    """A variant's family: its id without a fine-tuning-seed suffix (``cfq-qat-s2`` → ``cfq-qat``)."""
+    return re.sub(r"-s\d+$", "", variant)
 
 
 @dataclass(frozen=True)
@@ -29,11 +40,12 @@ class VariantFacts:
     make_seconds: float
     size_bytes: int
     details: dict = field(default_factory=dict)  # budget, sparsity, bits per layer
+    method: str = ""  # the compression method that made it
 
 
 @dataclass(frozen=True)
 class BenchmarkRow:
-    method: str
+    method: str  # the row's model: a variant id (a folder of checkpoints/variants), fp32 or a control
     acc: float
     vd: float | None
     crg: float | None
@@ -52,28 +64,86 @@ class BenchmarkRow:
     b: int
     per_attribute: dict = field(default_factory=dict)
     details: dict = field(default_factory=dict)
-    intervals: dict = field(default_factory=dict)  # 95% bootstrap intervals of VD, CRG, DirSim
+    intervals: dict = field(default_factory=dict)  # 95% bootstrap intervals of the recourse metrics
     paired: dict = field(default_factory=dict)  # {reference: {metric: [difference, low, high]}}
+    fa_50: float | None = None  # false acceptance at α = 0.5, %
+    fa_75: float | None = None
+    logit_gap: float | None = None  # mean |Δlogit| at x'_f
+    logit_lean: float | None = None  # signed: positive leans towards the target
+    compression: str = ""  # the method that made the variant
+    family: str = ""
+    groups: dict = field(default_factory=dict)  # {"seen" | "held_out": summary}
 
 
-def bootstrap_intervals(columns: RecourseColumns, reference: RecourseColumns | None = None, samples: int = 2000,
-                        seed: int = 0, level: float = 0.95) -> dict[str, list[float]]:
-    """Percentile bootstrap over tasks: ``[low, high]`` of VD, CRG and DirSim, or, with
-    ``reference``, of the paired difference ``columns − reference`` (the same resampled
-    tasks for both, so what the two share does not count as noise)."""
+@dataclass(frozen=True)
+class FamilyRow:
+    """A method's result over its fine-tuning seeds: mean and sd across seeds, and 95%
+    intervals from a bootstrap over seeds and tasks, for all tasks and each group."""
+
+    family: str
+    variants: tuple[str, ...]
+    compression: str
+    bits_per_weight: float
+    acc: tuple[float, float]  # mean, sd over seeds
+    agreement: tuple[float, float]
+    metrics: dict  # {group: {metric: {"mean", "sd", "low", "high"}}}
+    paired: dict = field(default_factory=dict)  # {reference: {group: {metric: [difference, low, high]}}}
+
+
+def summary_values(columns: RecourseColumns) -> dict[str, float]:
+    values = columns.summary().to_dict()
+    return {metric: values[metric] for metric in RECOURSE_METRICS}
+
+
+def paired_difference(mine: RecourseColumns, theirs: RecourseColumns) -> dict[str, float]:
+    """``mine − theirs`` per metric on the tasks both share: S is the teacher's (the same for
+    both); CRG and DirSim over the tasks in both students' B."""
+    shared = both_valid(mine.teacher_valid, mine.student_valid) & both_valid(theirs.teacher_valid, theirs.student_valid)
+    full = {m: a - b for (m, a), b in zip(summary_values(mine).items(), summary_values(theirs).values())}
+    on_b = summary_values(mine.select(shared)), summary_values(theirs.select(shared))
+    return {m: (on_b[0][m] - on_b[1][m]) if m in _ON_B else full[m] for m in RECOURSE_METRICS}
+
+
+def _percentiles(draws: dict[str, list[float]], level: float) -> dict[str, list[float]]:
+    tail = (1 - level) / 2
+    return {m: [float(torch.tensor(v).quantile(tail)), float(torch.tensor(v).quantile(1 - tail))] if v
+            else [float("nan")] * 2 for m, v in draws.items()}
+
+
+def _finite(value: float) -> bool:
+    return value == value and abs(value) != float("inf")
+
+
+def bootstrap_intervals(columns: RecourseColumns, reference: RecourseColumns | None = None,
+                        samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, level: float = 0.95) -> dict[str, list[float]]:
+    """Percentile bootstrap over tasks: ``[low, high]`` of each recourse metric, or, with
+    ``reference``, of the paired difference ``columns − reference`` on shared tasks (the same
+    resampled tasks for both, so what the two share does not count as noise)."""
+    return seed_bootstrap([columns], [reference] if reference is not None else None, samples, seed, level)
+
+
+def seed_bootstrap(seeds: list[RecourseColumns], references: list[RecourseColumns] | None = None,
+                   samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, level: float = 0.95) -> dict[str, list[float]]:
+    """Two-level percentile bootstrap of the mean over seeds: each draw resamples the seeds,
+    then the tasks (the same tasks for every seed). With ``references``, of the paired
+    difference, seed ``k`` against reference seed ``k`` (or the only one)."""
     generator = torch.Generator().manual_seed(seed)
     draws: dict[str, list[float]] = {m: [] for m in RECOURSE_METRICS}
-    for _ in range(samples):
-        index = torch.randint(len(columns), (len(columns),), generator=generator)
-        values = columns.select(index).summary().to_dict()
-        base = reference.select(index).summary().to_dict() if reference is not None else None
+    for _ in range(samples if len(seeds[0]) else 0):
+        chosen = torch.randint(len(seeds), (len(seeds),), generator=generator).tolist() if len(seeds) > 1 else [0]
+        index = torch.randint(len(seeds[0]), (len(seeds[0]),), generator=generator)
+        per_seed = []
+        for k in chosen:
+            mine = seeds[k].select(index)
+            if references is None:
+                per_seed.append(summary_values(mine))
+            else:
+                per_seed.append(paired_difference(mine, references[k % len(references)].select(index)))
         for metric in RECOURSE_METRICS:
-            value = values[metric] - base[metric] if base else values[metric]
-            if value == value and abs(value) != float("inf"):
-                draws[metric].append(value)
-    tail = (1 - level) / 2
-    return {m: [float(torch.tensor(v).quantile(tail)), float(torch.tensor(v).quantile(1 - tail))] if v else [float("nan")] * 2
-            for m, v in draws.items()}
+            values = [v[metric] for v in per_seed if _finite(v[metric])]
+            if values:
+                draws[metric].append(sum(values) / len(values))
+    return _percentiles(draws, level)
 
 
 @torch.no_grad()
@@ -92,6 +162,12 @@ def median_latency_ms(model: nn.Module, batch: torch.Tensor, repeats: int) -> fl
     return 1000 * statistics.median(times)
 
 
+def group_masks(records: list[dict], settings: BenchmarkSettings) -> dict[str, torch.Tensor]:
+    """Task masks of the groups: all tasks, the seen attributes, the held-out ones."""
+    seen = torch.tensor([r["attribute"] in settings.seen_attributes for r in records])
+    return {"all": torch.ones(len(records), dtype=torch.bool), "seen": seen, "held_out": ~seen}
+
+
 def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, Student],
                    facts: dict[str, VariantFacts], images: torch.Tensor, labels: torch.Tensor, train_seconds: float,
                    teacher_size_bytes: int, settings: BenchmarkSettings) -> list[BenchmarkRow]:
@@ -107,23 +183,25 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
         agreement=100.0, twin_integer_agreement=None, bits_per_weight=32.0, size_mb=teacher_size_bytes / 1e6,
         latency_batch1_ms=median_latency_ms(teacher, batch1, settings.latency_repeats),
         latency_batch32_ms=median_latency_ms(teacher, batch32, settings.latency_repeats),
-        integer_kernels=False, n=len(records), s=teacher_valid, b=0,
+        integer_kernels=False, n=len(records), s=teacher_valid, b=0, compression=FP32, family=FP32,
     )]
-    columns = {method: record_columns(records, method) for method in students}
-    reference_seconds = facts["ptq-int8"].make_seconds if "ptq-int8" in facts else None
-    for method, student in students.items():
-        summary = columns[method].summary()
+    columns = {name: record_columns(records, name) for name in students}
+    masks = group_masks(records, settings)
+    int8 = next((f.make_seconds for f in facts.values() if f.method == "ptq-int8"), None)
+    for name, student in students.items():
+        summary = columns[name].summary()
         student_decisions = all_decisions(student.decider, images)
         per_attribute = {}
         for attribute in settings.attributes:
             index = torch.tensor([r["attribute"] == attribute for r in records])
             if bool(index.any()):
-                per_attribute[attribute] = columns[method].select(index).summary().to_dict()
-        fact = facts[method]
+                per_attribute[attribute] = columns[name].select(index).summary().to_dict()
+        fact = facts[name]
+        references = {family_of(r): r for r in students if family_of(r) in PAIRED_REFERENCES and r == family_of(r)}
         rows.append(BenchmarkRow(
-            method=method, acc=mean_accuracy(student_decisions, labels), vd=summary.vd, crg=summary.crg,
+            method=name, acc=mean_accuracy(student_decisions, labels), vd=summary.vd, crg=summary.crg,
             dirsim=summary.dirsim, success_rate=summary.success_rate,
-            overhead=overhead(train_seconds, fact.make_seconds, reference_seconds) if reference_seconds is not None else None,
+            overhead=overhead(train_seconds, fact.make_seconds, int8) if int8 is not None else None,
             agreement=agreement(teacher_decisions, student_decisions),
             twin_integer_agreement=agreement(all_decisions(student.twin, images), student_decisions),
             bits_per_weight=fact.bits_per_weight, size_mb=fact.size_bytes / 1e6,
@@ -131,14 +209,64 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
             latency_batch32_ms=median_latency_ms(student.decider, batch32, settings.latency_repeats),
             integer_kernels=fact.integer_kernels, n=summary.n, s=summary.s, b=summary.b,
             per_attribute=per_attribute, details=fact.details,
-            intervals=bootstrap_intervals(columns[method]),
-            paired={reference: _versus(columns[method], columns[reference]) for reference in PAIRED_REFERENCES
-                    if reference in students and reference != method},
+            intervals=bootstrap_intervals(columns[name], samples=settings.bootstrap_samples),
+            paired={reference: _versus(columns[name], columns[column], settings.bootstrap_samples)
+                    for reference, column in references.items() if family_of(name) != reference},
+            fa_50=summary.fa_50, fa_75=summary.fa_75, logit_gap=summary.logit_gap, logit_lean=summary.logit_lean,
+            compression=fact.method, family=family_of(name),
+            groups={group: columns[name].select(mask).summary().to_dict() for group, mask in masks.items()
+                    if group != "all" and bool(mask.any())},
         ))
     return rows
 
 
-def _versus(mine: RecourseColumns, theirs: RecourseColumns) -> dict:
-    values, base = mine.summary().to_dict(), theirs.summary().to_dict()
-    intervals = bootstrap_intervals(mine, theirs)
-    return {m: [values[m] - base[m], *intervals[m]] for m in RECOURSE_METRICS}
+def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: BenchmarkSettings) -> list[FamilyRow]:
+    """One row per family of seeds (a family of one seed too), in the order of ``rows``."""
+    records = sorted(records, key=lambda r: r["task"])
+    masks = group_masks(records, settings)
+    members: dict[str, list[BenchmarkRow]] = {}
+    for row in rows:
+        if row.method != FP32:
+            members.setdefault(row.family, []).append(row)
+    columns = {row.method: record_columns(records, row.method) for family in members.values() for row in family}
+    result = []
+    for family, family_members in members.items():
+        metrics, paired = {}, {}
+        for group, mask in masks.items():
+            if not bool(mask.any()):
+                continue
+            seeds = [columns[row.method].select(mask) for row in family_members]
+            values = [summary_values(c) for c in seeds]
+            intervals = seed_bootstrap(seeds, samples=settings.bootstrap_samples)
+            metrics[group] = {m: {"mean": _mean([v[m] for v in values]), "sd": _sd([v[m] for v in values]),
+                                  "low": intervals[m][0], "high": intervals[m][1]} for m in RECOURSE_METRICS}
+            for reference in PAIRED_REFERENCES:
+                if reference in members and reference != family:
+                    theirs = [columns[row.method].select(mask) for row in members[reference]]
+                    differences = [paired_difference(mine, theirs[k % len(theirs)]) for k, mine in enumerate(seeds)]
+                    bounds = seed_bootstrap(seeds, theirs, settings.bootstrap_samples)
+                    paired.setdefault(reference, {})[group] = {
+                        m: [_mean([d[m] for d in differences]), *bounds[m]] for m in RECOURSE_METRICS}
+        result.append(FamilyRow(
+            family=family, variants=tuple(r.method for r in family_members), compression=family_members[0].compression,
+            bits_per_weight=_mean([r.bits_per_weight for r in family_members]),
+            acc=(_mean([r.acc for r in family_members]), _sd([r.acc for r in family_members])),
+            agreement=(_mean([r.agreement for r in family_members]), _sd([r.agreement for r in family_members])),
+            metrics=metrics, paired=paired))
+    return result
+
+
+def _mean(values: list[float]) -> float:
+    finite = [v for v in values if _finite(v)]
+    return sum(finite) / len(finite) if finite else float("nan")
+
+
+def _sd(values: list[float]) -> float:
+    finite = [v for v in values if _finite(v)]
+    return statistics.stdev(finite) if len(finite) > 1 else float("nan")
+
+
+def _versus(mine: RecourseColumns, theirs: RecourseColumns, samples: int) -> dict:
+    difference = paired_difference(mine, theirs)
+    intervals = bootstrap_intervals(mine, theirs, samples)
+    return {m: [difference[m], *intervals[m]] for m in RECOURSE_METRICS}

@@ -1,7 +1,9 @@
 """The benchmark's recourse tasks, computed in resumable chunks by the paired core.
 
 Task ``i`` is test image ``i`` (the first ``n``) with attribute ``attributes[i % len(attributes)]``,
-target ``1 − d^f_a(x)`` and seed ``counterfactual.seed + i``. Each chunk's teacher part and
+target ``1 − d^f_a(x)`` and seed ``counterfactual.seed + i``. The attributes are the four
+the counterfactual-aware methods saw recourse points of (``seen_attributes``) and eight
+held out; the table reports both groups separately. Each chunk's teacher part and
 each student's part are cached separately, so an interrupted run resumes, a rebuilt
 variant recomputes only its own part, and chunks can be shared between processes. A
 chunk's result does not depend on which process computes it.
@@ -19,9 +21,9 @@ import torch
 from torch import nn
 
 from recourse.caches import CacheMismatch, check_fields, discard, json_digest, read_tensors, write_tensors
-from recourse.data import DEFAULT_ATTRIBUTES, attribute_index, to_float_images
+from recourse.data import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import CounterfactualConfig, FaceGenerator, generate
-from recourse.paired import RecourseColumns, Student, flip_targets, student_recourse
+from recourse.paired import PARTIAL_FRACTIONS, RecourseColumns, Student, boundary_logits, flip_targets, student_recourse
 from recourse.validation import check_int
 
 FP32 = "fp32"
@@ -32,7 +34,11 @@ class BenchmarkSettings:
     """Everything that changes the benchmark's recourse numbers."""
 
     n: int = 500
-    attributes: tuple[str, ...] = DEFAULT_ATTRIBUTES
+    attributes: tuple[str, ...] = (*DEFAULT_ATTRIBUTES, *HELD_OUT_ATTRIBUTES)
+    seen_attributes: tuple[str, ...] = DEFAULT_ATTRIBUTES  # those of the recourse points
+    margins: tuple[float, ...] = ()  # the margin sweep (teacher recourse only); empty: none
+    noise_control: str | None = "ptq-int4"  # the variant whose agreement the noise control matches; None: no control
+    bootstrap_samples: int = 1000  # resamples of every interval
     chunk_size: int = 20
     counterfactual: CounterfactualConfig = CounterfactualConfig()
     latency_repeats: int = 15
@@ -41,6 +47,7 @@ class BenchmarkSettings:
         check_int("n", self.n, 1, 1_000_000)  # CelebA has 202,599 photos
         check_int("chunk_size", self.chunk_size, 1, 10_000)
         check_int("latency_repeats", self.latency_repeats, 1, 10_000)
+        check_int("bootstrap_samples", self.bootstrap_samples, 10, 100_000)
         if not isinstance(self.attributes, tuple) or not self.attributes:
             raise ValueError(f"attributes must be a non-empty tuple of names, got {self.attributes!r}")
         for attribute in self.attributes:
@@ -49,12 +56,22 @@ class BenchmarkSettings:
             attribute_index(attribute)
         if len(set(self.attributes)) != len(self.attributes):
             raise ValueError(f"attributes must not repeat, got {', '.join(self.attributes)}")
+        if not isinstance(self.seen_attributes, tuple):
+            raise ValueError(f"seen_attributes must be a tuple of attribute names, got {self.seen_attributes!r}")
+        for attribute in self.seen_attributes:
+            attribute_index(attribute)
+        if not isinstance(self.margins, tuple) or len(self.margins) > 20 or len(set(self.margins)) != len(self.margins):
+            raise ValueError(f"margins must be a tuple of at most 20 distinct margins, got {self.margins!r}")
+        for margin in self.margins:
+            CounterfactualConfig(margin=margin)  # the same bounds as a margin of the generator
         if not isinstance(self.counterfactual, CounterfactualConfig):
             raise ValueError(f"counterfactual must be a CounterfactualConfig, got {type(self.counterfactual).__name__}")
 
     def fingerprint(self, inputs: dict[str, str]) -> str:
-        """Identifies what a cached part was computed with (these settings and ``inputs``)."""
-        text = json.dumps({"settings": asdict(self), "inputs": inputs}, sort_keys=True, default=str)
+        """Identifies what a cached part was computed with (these settings and ``inputs``);
+        the sweep's margins and the control's choice do not change a part."""
+        settings = {k: v for k, v in asdict(self).items() if k not in ("margins", "noise_control", "bootstrap_samples")}
+        text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -71,16 +88,20 @@ def _seeds(settings: BenchmarkSettings, first_task: int, rows: list[int]) -> tup
 
 def teacher_part(images: torch.Tensor, first_task: int, teacher: nn.Module, settings: BenchmarkSettings,
                  generator: FaceGenerator | None) -> dict[str, torch.Tensor]:
-    """Targets, teacher counterfactuals ``x'_f``, their validity and cost for one chunk."""
+    """Targets, teacher counterfactuals ``x'_f``, their validity and cost, and the teacher's
+    logit at ``x'_f`` and at the partial edits, for one chunk."""
     counterfactuals = torch.empty_like(images)
-    target, valid, cost = (torch.zeros(len(images)) for _ in range(3))
+    target, valid, cost, logit = (torch.zeros(len(images)) for _ in range(4))
+    partial = torch.zeros(len(images), len(PARTIAL_FRACTIONS))
     for attribute, rows in attribute_groups(first_task, len(images), settings):
         chosen = flip_targets(teacher, images[rows], attribute)
         result = generate(images[rows], teacher, attribute, chosen, settings.counterfactual, generator,
                           _seeds(settings, first_task, rows))
         counterfactuals[rows], target[rows] = result.images, chosen.float()
         valid[rows], cost[rows] = result.valid.float(), result.cost.float()
-    return {"counterfactuals": counterfactuals, "target": target, "valid": valid, "cost": cost}
+        logit[rows], partial[rows] = boundary_logits(teacher, images[rows], result.images, attribute)
+    return {"counterfactuals": counterfactuals, "target": target, "valid": valid, "cost": cost, "logit": logit,
+            "partial": partial}
 
 
 def student_part(images: torch.Tensor, first_task: int, teacher: dict[str, torch.Tensor], student: Student,
@@ -94,8 +115,24 @@ def student_part(images: torch.Tensor, first_task: int, teacher: dict[str, torch
         for position, k in enumerate(rows):
             records[k] = {"accepts_teacher": bool(result.accepts_teacher[position]),
                           "valid": bool(result.valid[position]), "cost": float(result.cost[position]),
-                          "cosine": float(result.cosine[position])}
+                          "cosine": float(result.cosine[position]),
+                          "logit": float(result.logit_on_teacher[position]),
+                          "partial": [float(v) for v in result.partial_on_teacher[position]]}
     return records
+
+
+def cached_teacher_part(x: torch.Tensor, start: int, teacher: nn.Module, settings: BenchmarkSettings,
+                        generator: FaceGenerator | None, cache_dir: Path, fingerprint: str) -> dict[str, torch.Tensor]:
+    """:func:`teacher_part` of the chunk at ``start``, read from ``cache_dir`` when it was made
+    with the same ``fingerprint``, else made and cached."""
+    path = cache_dir / f"{FP32}-{start:06d}-{fingerprint}.safetensors"
+    fields = {"tasks": len(x), "first_task": start, "fingerprint": fingerprint}
+    part = _cached_teacher_part(path, fields, tuple(x.shape))
+    if part is None:
+        part = teacher_part(x, start, teacher, settings, generator)
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        write_tensors(path, part, fields)
+    return part
 
 
 def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, Student],
@@ -112,14 +149,10 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
     for done, start in enumerate(starts):
         stop = min(start + settings.chunk_size, n)
         x = to_float_images(images[start:stop])
-        path = cache_dir / f"{FP32}-{start:06d}-{fingerprints[FP32]}.safetensors"
-        fields = {"tasks": stop - start, "first_task": start, "fingerprint": fingerprints[FP32]}
-        fp32 = _cached_teacher_part(path, fields, tuple(x.shape))
-        if fp32 is None:
-            fp32 = teacher_part(x, start, teacher, settings, generator)
-            write_tensors(path, fp32, fields)
+        fp32 = cached_teacher_part(x, start, teacher, settings, generator, cache_dir, fingerprints[FP32])
         chunk = [{"task": start + k, "attribute": a, "target": int(fp32["target"][k]),
                   "teacher_valid": bool(fp32["valid"][k]), "teacher_cost": float(fp32["cost"][k]),
+                  "teacher_logit": float(fp32["logit"][k]), "teacher_partial": [float(v) for v in fp32["partial"][k]],
                   "students": {}}
                  for a, rows in attribute_groups(start, stop - start, settings) for k in rows]
         chunk.sort(key=lambda r: r["task"])
@@ -142,8 +175,9 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
 
 # Cached parts are checked before use: a part whose key, task count or checksum does not
 # match (edited, truncated, copied from another run, an older format) is recomputed.
-_TEACHER_KEYS = {"counterfactuals", "target", "valid", "cost"}
-_STUDENT_TYPES = {"accepts_teacher": bool, "valid": bool, "cost": float, "cosine": float}
+_TEACHER_KEYS = {"counterfactuals", "target", "valid", "cost", "logit", "partial"}
+_STUDENT_TYPES = {"accepts_teacher": bool, "valid": bool, "cost": float, "cosine": float, "logit": float,
+                  "partial": list}
 
 
 def _cached_teacher_part(path: Path, fields: dict, shape: tuple[int, ...]) -> dict[str, torch.Tensor] | None:
@@ -152,7 +186,8 @@ def _cached_teacher_part(path: Path, fields: dict, shape: tuple[int, ...]) -> di
     try:
         part, _ = read_tensors(path, fields)
         if set(part) != _TEACHER_KEYS or tuple(part["counterfactuals"].shape) != shape or \
-                any(tuple(part[k].shape) != shape[:1] for k in _TEACHER_KEYS - {"counterfactuals"}):
+                tuple(part["partial"].shape) != (shape[0], len(PARTIAL_FRACTIONS)) or \
+                any(tuple(part[k].shape) != shape[:1] for k in _TEACHER_KEYS - {"counterfactuals", "partial"}):
             raise CacheMismatch("its tensors are not a teacher part of this chunk")
         return part
     except CacheMismatch as error:
@@ -177,6 +212,8 @@ def _cached_student_part(path: Path, fields: dict) -> list[dict] | None:
         if len(records) != fields["tasks"] or not all(
                 isinstance(r, dict) and set(r) == set(_STUDENT_TYPES)
                 and all(type(r[k]) is t or (t is float and type(r[k]) is int) for k, t in _STUDENT_TYPES.items())
+                and len(r["partial"]) == len(PARTIAL_FRACTIONS)
+                and all(type(v) in (float, int) for v in r["partial"])
                 for r in records):
             raise CacheMismatch("its records are not a student part of this chunk")
         return records
@@ -196,4 +233,8 @@ def record_columns(records: list[dict], method: str) -> RecourseColumns:
         teacher_cost=torch.tensor([r["teacher_cost"] for r in records], dtype=torch.float64),
         student_cost=torch.tensor([s["cost"] for s in student], dtype=torch.float64),
         cosine=torch.tensor([s["cosine"] for s in student], dtype=torch.float64),
+        teacher_logit=torch.tensor([r["teacher_logit"] for r in records], dtype=torch.float64),
+        student_logit=torch.tensor([s["logit"] for s in student], dtype=torch.float64),
+        teacher_partial=torch.tensor([r["teacher_partial"] for r in records], dtype=torch.float64).view(-1, len(PARTIAL_FRACTIONS)),
+        student_partial=torch.tensor([s["partial"] for s in student], dtype=torch.float64).view(-1, len(PARTIAL_FRACTIONS)),
     )

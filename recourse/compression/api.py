@@ -107,7 +107,8 @@ def calibrated_twin(model: nn.Module, config: CompressionConfig, inputs: Compres
     layer at ``weight_bits``, and calibrate activation ranges on the first
     ``config.calibration_images`` training images (plus as many of the teacher's recourse
     points when the method uses them: they are inputs the variant will be asked about)."""
-    details: dict[str, Any] = {"activation_bits": 8, "engine": "x86", "batch_norm": "folded"}
+    details: dict[str, Any] = {"activation_bits": 7, "activation_codes": "uint8 with x86 reduce_range (7 bits used)",
+                             "engine": "x86", "batch_norm": "folded"}
     twin = prepare_twin(fold_batch_norm(model), inputs.images.shape[-1])
     calibration = to_float_images(inputs.images[: config.calibration_images])
     points = inputs.recourse_points

@@ -16,6 +16,12 @@ MAX_IMAGES = 1_000_000  # calibration, search and sensitivity images (CelebA has
 MAX_WEIGHT = 10_000.0  # weights of loss terms
 
 
+def check_bits(name: str, value: object) -> None:
+    """``value`` is one of the weight widths a layer may have, or raise a ValueError quoting it."""
+    if isinstance(value, bool) or not isinstance(value, int) or value not in BIT_CHOICES:
+        raise ValueError(f"{name} must be one of {BIT_CHOICES}, got {value!r}")
+
+
 @dataclass(frozen=True)
 class CompressionConfig:
     """Settings every method shares; subclasses add their own."""
@@ -39,10 +45,44 @@ class PTQInt8Config(CompressionConfig):
 
 @dataclass(frozen=True)
 class PTQInt4Config(CompressionConfig):
-    """Post-training quantization: 4-bit weights (per channel, min/max), 8-bit activations."""
+    """Post-training quantization: 4-bit weights (per channel, min/max), 8-bit activations;
+    with ``ends_bits``, the first convolution and the head get that many bits instead."""
 
+    ends_bits: int | None = None  # None: every layer at 4 bits
     method: ClassVar[str] = "ptq-int4"
     weight_bits: ClassVar[int] = 4
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        if self.ends_bits is not None:
+            check_bits("ends_bits", self.ends_bits)
+
+
+@dataclass(frozen=True)
+class GPTQConfig(CompressionConfig):
+    """GPTQ (Frantar et al., 2023): weights rounded one input column at a time, each
+    rounding error spread over the columns not yet rounded through the inverse Hessian of
+    the layer's reconstruction error, layer by layer on the already-quantized network's
+    inputs; 8-bit activations. Per-channel scales are ``ptq-int4``'s (min/max)."""
+
+    bits: int = 4  # every layer but the ends
+    ends_bits: int | None = 8  # first convolution and head; None: ``bits`` as well
+    damp: float = 0.01  # added to the Hessian's diagonal, as a share of its mean
+    hessian_images: int = 256  # the first training images, for each layer's Hessian
+    method: ClassVar[str] = "gptq"
+
+    def __post_init__(self) -> None:
+        super().__post_init__()
+        check_bits("bits", self.bits)
+        if self.ends_bits is not None:
+            check_bits("ends_bits", self.ends_bits)
+        check_float("damp", self.damp, 0.0, 1.0, low_open=True)
+        check_int("hessian_images", self.hessian_images, 1, MAX_IMAGES)
+
+    @property
+    def weight_bits(self) -> int:
+        """The width of every layer but the ends, named as the fixed-width configs name it."""
+        return self.bits
 
 
 @dataclass(frozen=True)
@@ -106,7 +146,7 @@ class QATConfig(CompressionConfig):
 @dataclass(frozen=True)
 class MixedPrecisionConfig(QATConfig):
     budget: float = 4.0  # mean bits per weight, the same budget as ptq-int4
-    bit_choices: tuple[int, ...] = BIT_CHOICES
+    bit_choices: tuple[int, ...] = (3, 4, 5, 6, 8)  # a subset of BIT_CHOICES; 2 only when asked for
     sensitivity_images: int = 256
 
     def __post_init__(self) -> None:
@@ -128,11 +168,18 @@ class MixedPrecQATConfig(MixedPrecisionConfig):
 
 @dataclass(frozen=True)
 class CFQQATConfig(MixedPrecisionConfig):
-    """``mixedprec-qat`` whose objective — for the bit allocation and for fine-tuning —
-    adds the teacher's target decision at the teacher's recourse points."""
+    """Mixed-precision QAT that also learns the teacher's boundary at its recourse points.
+
+    Activation ranges are calibrated on ordinary images and recourse points, and the bits
+    are allocated by the label loss plus the teacher-matching loss at the points, whatever
+    ``recourse_weight`` is: ``recourse_weight = 0`` is therefore cfq-qat's no-recourse twin,
+    which differs from it only in the fine-tuning term. ``recourse_objective``:
+    ``"match"`` (the teacher's logits at the points and at partial edits towards them) or
+    ``"target"`` (the first version's BCE to the hard target; an ablation)."""
 
     recourse_weight: float = 1.0
     recourse_batch_size: int = 32
+    recourse_objective: str = "match"
     method: ClassVar[str] = "cfq-qat"
     needs_recourse_points: ClassVar[bool] = True
 
@@ -140,6 +187,8 @@ class CFQQATConfig(MixedPrecisionConfig):
         super().__post_init__()
         check_float("recourse_weight", self.recourse_weight, 0.0, MAX_WEIGHT)
         check_int("recourse_batch_size", self.recourse_batch_size, 1, 4096)
+        if self.recourse_objective not in ("match", "target"):
+            raise ValueError(f"recourse_objective must be 'match' or 'target', got {self.recourse_objective!r}")
 
 
 @dataclass(frozen=True)

@@ -35,4 +35,5 @@ def prune_then_quantize(config: PruneQuantConfig, inputs: CompressionInputs) -> 
     twin, details = calibrated_twin(magnitude_prune(inputs.teacher, config.sparsity), config, inputs,
                                     config.weight_bits)
     details["sparsity"] = config.sparsity
+    details["storage"] = "dense 8-bit codes (pruned weights stored as zero codes; no sparse format or kernels)"
     return twin, details

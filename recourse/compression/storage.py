@@ -19,8 +19,8 @@ from recourse.classifier import AttributeClassifier
 from recourse.compression.api import QuantizedModel, config_classes
 from recourse.compression.bitpack import pack_codes, unpack_codes
 from recourse.compression.fakequant import (
-    BIT_CHOICES, bits_of, fold_batch_norm, prepare_twin, set_weight_quantizer, set_weights_from_codes, to_integer,
-    weight_codes, weight_layers,
+    BIT_CHOICES, bits_of, bits_with_ends, fold_batch_norm, prepare_twin, set_weight_quantizer, set_weights_from_codes,
+    to_integer, weight_codes, weight_layers,
 )
 from recourse.paths import shown
 
@@ -126,11 +126,15 @@ def _layer_bits(layer_bits: Any, layers: dict[str, nn.Module], config, bits: flo
     if not isinstance(layer_bits, dict) or set(layer_bits) != set(layers):
         raise CheckpointError(f"{shown(where)}: layer_bits must give the bit width of each of the "
                               f"{len(layers)} weight layers ({', '.join(layers)})")
-    allowed = (config.weight_bits,) if hasattr(config, "weight_bits") else getattr(config, "bit_choices", BIT_CHOICES)
+    if hasattr(config, "weight_bits"):  # one width, or one for the ends and one for the rest: exactly that
+        fixed = bits_with_ends(list(layers), config.weight_bits, getattr(config, "ends_bits", None))
+        allowed = {name: (bits_wanted,) for name, bits_wanted in fixed.items()}
+    else:
+        allowed = {name: getattr(config, "bit_choices", BIT_CHOICES) for name in layers}
     for name, value in layer_bits.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value not in allowed:
+        if isinstance(value, bool) or not isinstance(value, int) or value not in allowed[name]:
             raise CheckpointError(f"{shown(where)}: layer {name} has {_quote(value)} bits; {config.method} uses "
-                                  f"{' or '.join(map(str, allowed))}")
+                                  f"{' or '.join(map(str, allowed[name]))} there")
     total = sum(layer.weight.numel() for layer in layers.values())
     mean = sum(layer_bits[name] * layer.weight.numel() for name, layer in layers.items()) / total
     if abs(mean - bits) > 1e-3:  # the record rounds to 4 decimals

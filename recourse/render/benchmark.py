@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from recourse.benchmark.rows import PAIRED_REFERENCES, BenchmarkRow
+from recourse.benchmark.rows import PAIRED_REFERENCES, BenchmarkRow, FamilyRow
+from recourse.benchmark.sweep import SweepPoint
 from recourse.benchmark.run import BenchmarkResult
 from recourse.benchmark.tasks import FP32
 
@@ -19,18 +20,26 @@ def _number(value: float | None, digits: int = 2, suffix: str = "") -> str:
 
 
 def markdown_table(rows: list[BenchmarkRow]) -> str:
-    header = ("| method | Acc % | VD % ↓ | CRG ↓ | DirSim % ↑ | student success % | Overhead | agreement % "
-              "| twin/integer % | bits/weight | size MB | batch-1 ms | batch-32 ms | N | \\|S\\| | \\|B\\| |")
-    lines = [header, "|" + "---|" * 16]
+    """Every model: accuracy, recourse (VD with its two-sided companions, CRG, DirSim), size and speed."""
+    header = ("| method | Acc % | agreement % | bits/weight | VD % ↓ | FA½ % ↓ | FA¾ % ↓ | \\|Δlogit\\| ↓ | lean "
+              "| CRG ↓ | DirSim % ↑ | student success % | Overhead | twin/integer % | size MB | batch-1 ms "
+              "| batch-32 ms | N | \\|S\\| | \\|B\\| |")
+    lines = [header, "|" + "---|" * 20]
     for row in rows:
         kernels = "" if row.integer_kernels or row.method == FP32 else " (fake-quant)"
         lines.append(
-            f"| {row.method} | {row.acc:.2f} | {_number(row.vd, 1)} | {_number(row.crg, 3)} | {_number(row.dirsim, 1)} "
-            f"| {_number(row.success_rate, 1)} | {_number(row.overhead, 3, '×')} | {row.agreement:.2f} "
-            f"| {_number(row.twin_integer_agreement, 2)} "
-            f"| {row.bits_per_weight:.2f} | {row.size_mb:.2f} | {row.latency_batch1_ms:.2f}{kernels} "
+            f"| {row.method} | {row.acc:.2f} | {row.agreement:.2f} | {row.bits_per_weight:.2f} | {_number(row.vd, 1)} "
+            f"| {_number(row.fa_50, 1)} | {_number(row.fa_75, 1)} | {_number(row.logit_gap, 2)} "
+            f"| {_signed(row.logit_lean)} | {_number(row.crg, 3)} | {_number(row.dirsim, 1)} "
+            f"| {_number(row.success_rate, 1)} | {_number(row.overhead, 3, '×')} "
+            f"| {_number(row.twin_integer_agreement, 2)} | {row.size_mb:.2f} | {row.latency_batch1_ms:.2f}{kernels} "
             f"| {row.latency_batch32_ms:.1f}{kernels} | {row.n} | {row.s} | {'—' if row.method == FP32 else row.b} |")
     return "\n".join(lines)
+
+
+def _signed(value: float | None, digits: int = 2) -> str:
+    text = _number(value, digits)
+    return f"+{text}" if value is not None and value == value and value > 0 else text
 
 
 def per_attribute_table(rows: list[BenchmarkRow]) -> str:
@@ -47,24 +56,83 @@ def per_attribute_table(rows: list[BenchmarkRow]) -> str:
 
 
 def intervals_table(rows: list[BenchmarkRow]) -> str:
-    """95% bootstrap intervals of VD, CRG and DirSim per method."""
-    lines = ["| method | VD % [95% CI] | CRG [95% CI] | DirSim % [95% CI] |", "|---|---|---|---|"]
+    """95% bootstrap intervals (over tasks) of VD, FA¾, CRG and DirSim per model."""
+    lines = ["| method | VD % [95% CI] | FA¾ % [95% CI] | CRG [95% CI] | DirSim % [95% CI] |", "|---|---|---|---|---|"]
     for row in rows:
         if row.intervals:
-            lines.append(f"| {row.method} | {_number(row.vd, 1)} {_interval(row.intervals['vd'], 1)} "
-                         f"| {_number(row.crg, 3)} {_interval(row.intervals['crg'], 3)} "
-                         f"| {_number(row.dirsim, 1)} {_interval(row.intervals['dirsim'], 1)} |")
+            cells = [f"{_number(getattr(row, m), d)} {_interval(row.intervals.get(m, [None, None]), d)}"
+                     for m, d in (("vd", 1), ("fa_75", 1), ("crg", 3), ("dirsim", 1))]
+            lines.append(f"| {row.method} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
+PAIRED_COLUMNS = (("vd", "ΔVD %", 1), ("fa_75", "ΔFA¾ %", 1), ("logit_gap", "Δ\\|Δlogit\\|", 2),
+                  ("crg", "ΔCRG", 3), ("dirsim", "ΔDirSim %", 1))
+
+
 def paired_table(rows: list[BenchmarkRow], reference: str) -> str:
-    """Paired differences ``method − reference`` with their 95% bootstrap intervals."""
-    lines = [f"| method − {reference} | ΔVD % | ΔCRG | ΔDirSim % |", "|---|---|---|---|"]
+    """Paired differences ``model − reference`` on shared tasks, with 95% bootstrap intervals."""
+    lines = [f"| method − {reference} | " + " | ".join(h for _, h, _ in PAIRED_COLUMNS) + " |",
+             "|---|" + "---|" * len(PAIRED_COLUMNS)]
     for row in rows:
         versus = row.paired.get(reference)
         if versus:
-            cells = [f"{_number(versus[m][0], d)} {_interval(versus[m][1:], d)}" for m, d in (("vd", 1), ("crg", 3), ("dirsim", 1))]
+            cells = [f"{_number(versus.get(m, [None])[0], d)} {_interval(versus.get(m, [None] * 3)[1:], d)}" for m, _, d in PAIRED_COLUMNS]
             lines.append(f"| {row.method} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _mean_sd(cell: dict, digits: int) -> str:
+    sd = f" ± {_number(cell['sd'], digits)}" if cell["sd"] is not None and cell["sd"] == cell["sd"] else ""
+    return f"{_number(cell['mean'], digits)}{sd} {_interval([cell['low'], cell['high']], digits)}"
+
+
+def families_table(families: list[FamilyRow], group: str = "all") -> str:
+    """Each method over its seeds: mean ± sd across seeds [95% interval over seeds and tasks]."""
+    lines = ["| method | seeds | bits/weight | Acc % | agreement % | VD % | FA¾ % | \\|Δlogit\\| | CRG | DirSim % |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
+    for family in families:
+        metrics = family.metrics.get(group)
+        if not metrics:
+            continue
+        acc, agree = family.acc, family.agreement
+        cells = [_mean_sd(metrics[m], d) for m, d in (("vd", 1), ("fa_75", 1), ("logit_gap", 2), ("crg", 3),
+                                                       ("dirsim", 1))]
+        lines.append(f"| {family.family} | {len(family.variants)} | {family.bits_per_weight:.2f} "
+                     f"| {_plain_mean_sd(acc, 2)} | {_plain_mean_sd(agree, 2)} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def _plain_mean_sd(values, digits: int) -> str:
+    mean, sd = values
+    return _number(mean, digits) + (f" ± {_number(sd, digits)}" if sd is not None and sd == sd else "")
+
+
+def family_paired_table(families: list[FamilyRow], reference: str, group: str = "all") -> str:
+    lines = [f"| method − {reference} | " + " | ".join(h for _, h, _ in PAIRED_COLUMNS) + " |",
+             "|---|" + "---|" * len(PAIRED_COLUMNS)]
+    for family in families:
+        versus = family.paired.get(reference, {}).get(group)
+        if versus:
+            cells = [f"{_number(versus.get(m, [None])[0], d)} {_interval(versus.get(m, [None] * 3)[1:], d)}" for m, _, d in PAIRED_COLUMNS]
+            lines.append(f"| {family.family} | " + " | ".join(cells) + " |")
+    return "\n".join(lines)
+
+
+def sweep_table(sweep: list[SweepPoint], names: list[str]) -> str:
+    """VD % / FA¾ % of each model at each margin of the teacher's recourse, with its cost."""
+    if not sweep:
+        return ""
+    base = sweep[0].teacher_cost
+    lines = ["| margin | " + " | ".join(f"{p.margin:g}" for p in sweep) + " |", "|---|" + "---|" * len(sweep),
+             "| teacher success % | " + " | ".join(_number(p.teacher_success, 1) for p in sweep) + " |",
+             "| teacher cost (× first) | " + " | ".join(
+                 f"{_number(p.teacher_cost, 4)} ({_number(p.teacher_cost / base if base else None, 2)}×)"
+                 for p in sweep) + " |"]
+    for name in names:
+        if all(name in p.students for p in sweep):
+            lines.append(f"| {name} VD / FA¾ % | " + " | ".join(
+                f"{_number(p.students[name]['vd'], 1)} / {_number(p.students[name]['fa_75'], 1)}" for p in sweep) + " |")
     return "\n".join(lines)
 
 
@@ -79,19 +147,44 @@ def heading(result: BenchmarkResult) -> str:
 
 
 def markdown_report(result: BenchmarkResult) -> str:
-    """``benchmark.md``: the table, its intervals, the paired comparisons, per attribute."""
+    """``benchmark.md``: the table, its intervals, methods over seeds, the held-out attributes,
+    the paired comparisons, the margin sweep and per attribute."""
     rows = list(result.rows)
-    methods = {row.method for row in rows}
-    paired = "".join(f"\n\nPaired with {reference} on the same tasks (95% bootstrap intervals):\n\n"
-                     + paired_table(rows, reference) for reference in PAIRED_REFERENCES if reference in methods)
-    return (f"{heading(result)}\n\n{markdown_table(rows)}\n\nUncertainty (percentile bootstrap over tasks, 2,000 "
-            f"resamples):\n\n{intervals_table(rows)}{paired}\n\nPer attribute (VD % / CRG / DirSim %):\n\n"
-            f"{per_attribute_table(rows)}\n")
+    families = list(result.families)
+    parts = [heading(result), markdown_table(rows),
+             f"Uncertainty (percentile bootstrap over tasks, {result.settings.get('bootstrap_samples', 1000)} "
+             f"resamples):\n\n{intervals_table(rows)}"]
+    if families:
+        parts.append("Methods over their fine-tuning seeds (mean ± sd across seeds [95% interval, bootstrap over "
+                     "seeds and tasks]), all attributes:\n\n" + families_table(families))
+        seen = ", ".join(result.settings.get("seen_attributes", ()))
+        for group, label in (("seen", f"the attributes of the recourse points ({seen})"),
+                             ("held_out", "the held-out attributes, which no method saw recourse points of")):
+            if any(group in f.metrics for f in families):
+                parts.append(f"On {label}:\n\n" + families_table(families, group))
+        for reference in PAIRED_REFERENCES:
+            if any(reference in f.paired for f in families):
+                for group in ("all", "held_out"):
+                    parts.append(f"Paired with {reference} on shared tasks, {group.replace('_', '-')} attributes "
+                                 f"(seed k against seed k; 95% interval over seeds and tasks):\n\n"
+                                 + family_paired_table(families, reference, group))
+    else:
+        for reference in PAIRED_REFERENCES:
+            if any(reference in row.paired for row in rows):
+                parts.append(f"Paired with {reference} on shared tasks (95% bootstrap intervals):\n\n"
+                             + paired_table(rows, reference))
+    if result.sweep:
+        names = [row.method for row in rows if row.method != FP32 and row.method == row.family]
+        parts.append("Margin sweep (the teacher's recourse made to each margin; VD % / FA¾ % of each model):\n\n"
+                     + sweep_table(list(result.sweep), names))
+    parts.append(f"Per attribute (VD % / CRG / DirSim %):\n\n{per_attribute_table(rows)}")
+    return "\n\n".join(parts) + "\n"
 
 
 # Columns of the app's table: (row field, header, digits)
 DISPLAY_COLUMNS = (
-    ("method", "method", None), ("acc", "Acc %", 2), ("vd", "VD % ↓", 1), ("crg", "CRG ↓", 3),
+    ("method", "method", None), ("acc", "Acc %", 2), ("vd", "VD % ↓", 1), ("fa_75", "FA¾ % ↓", 1),
+    ("logit_gap", "|Δlogit| ↓", 2), ("crg", "CRG ↓", 3),
     ("dirsim", "DirSim % ↑", 1), ("success_rate", "student success %", 1), ("overhead", "Overhead", 3),
     ("agreement", "agreement %", 2), ("bits_per_weight", "bits/weight", 2), ("size_mb", "size MB", 2),
     ("latency_batch1_ms", "batch-1 ms", 2), ("n", "N", None), ("s", "|S|", None), ("b", "|B|", None),

@@ -1,0 +1,94 @@
+"""The margin sweep: how VD, false acceptance and the teacher's cost change with the margin
+the teacher's recourse is made to (``docs/metrics.md``). Only the teacher generates here;
+each student decides the teacher's counterfactuals and partial edits, so a margin costs one
+counterfactual per task. A margin that asks more of the teacher's recourse is a baseline any
+counterfactual-aware method has to beat: it buys validity with cost, not with a better model.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, replace
+from pathlib import Path
+from typing import Callable
+
+import torch
+from torch import nn
+
+from recourse.benchmark.tasks import BenchmarkSettings, cached_teacher_part
+from recourse.data import to_float_images
+from recourse.generation import FaceGenerator
+from recourse.metrics import decisions, false_acceptance, logit_gap, validity_drop
+from recourse.paired import PARTIAL_FRACTIONS, Student, boundary_logits
+from recourse.benchmark.tasks import attribute_groups
+
+
+@dataclass(frozen=True)
+class SweepPoint:
+    """One margin: the teacher's success and mean cost over S, and per student VD,
+    false acceptance and the logit gap at the teacher's recourse."""
+
+    margin: float
+    teacher_success: float  # %, over N
+    teacher_cost: float  # mean c(x, x'_f) over S
+    s: int
+    students: dict  # {name: {"vd", "fa_50", "fa_75", "logit_gap", "logit_lean"}}
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+def sweep_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, Student], settings: BenchmarkSettings,
+                  generator: FaceGenerator | None, cache_dir: Path, fingerprint: Callable[[BenchmarkSettings], str],
+                  rank: int = 0, world: int = 1, progress: Callable[[int, int], None] | None = None) -> list[dict]:
+    """This process's share of ``(margin, chunk)`` pairs: the teacher's part (cached like the
+    benchmark's, keyed by ``fingerprint(settings at that margin)``) and the students' logits."""
+    n = min(settings.n, len(images))
+    jobs = [(margin, start) for margin in settings.margins for start in range(0, n, settings.chunk_size)][rank::world]
+    records: list[dict] = []
+    for done, (margin, start) in enumerate(jobs):
+        at_margin = replace(settings, counterfactual=replace(settings.counterfactual, margin=margin))
+        stop = min(start + settings.chunk_size, n)
+        x = to_float_images(images[start:stop])
+        part = cached_teacher_part(x, start, teacher, at_margin, generator, cache_dir, fingerprint(at_margin))
+        views = {}
+        for name, student in students.items():
+            logit = torch.zeros(len(x))
+            partial = torch.zeros(len(x), len(PARTIAL_FRACTIONS))
+            for attribute, rows in attribute_groups(start, stop - start, settings):
+                logit[rows], partial[rows] = boundary_logits(student.decider, x[rows], part["counterfactuals"][rows],
+                                                             attribute)
+            views[name] = (logit, partial)
+        for k in range(stop - start):
+            records.append({
+                "margin": margin, "task": start + k, "target": int(part["target"][k]),
+                "teacher_valid": bool(part["valid"][k]), "teacher_cost": float(part["cost"][k]),
+                "teacher_logit": float(part["logit"][k]), "teacher_partial": part["partial"][k].tolist(),
+                "students": {name: {"logit": float(v[0][k]), "partial": v[1][k].tolist()} for name, v in views.items()}})
+        if progress:
+            progress(done + 1, len(jobs))
+    return records
+
+
+def sweep_points(records: list[dict], margins: tuple[float, ...]) -> list[SweepPoint]:
+    points = []
+    for margin in margins:
+        chosen = sorted((r for r in records if r["margin"] == margin), key=lambda r: r["task"])
+        target = torch.tensor([r["target"] for r in chosen])
+        valid = torch.tensor([r["teacher_valid"] for r in chosen], dtype=torch.bool)
+        cost = torch.tensor([r["teacher_cost"] for r in chosen], dtype=torch.float64)
+        teacher_logit = torch.tensor([r["teacher_logit"] for r in chosen])
+        teacher_partial = torch.tensor([r["teacher_partial"] for r in chosen]).view(-1, len(PARTIAL_FRACTIONS))
+        students = {}
+        for name in chosen[0]["students"] if chosen else ():
+            logit = torch.tensor([r["students"][name]["logit"] for r in chosen])
+            partial = torch.tensor([r["students"][name]["partial"] for r in chosen]).view(-1, len(PARTIAL_FRACTIONS))
+            vd, _ = validity_drop(valid, decisions(logit) == target)
+            fa = [false_acceptance(teacher_partial[:, k], partial[:, k], target, valid)[0]
+                  for k in range(len(PARTIAL_FRACTIONS))]
+            gap, lean = logit_gap(teacher_logit, logit, target, valid)
+            students[name] = {"vd": vd, "fa_50": fa[0], "fa_75": fa[1], "logit_gap": gap, "logit_lean": lean}
+        s = int(valid.sum())
+        points.append(SweepPoint(margin=margin, teacher_success=100.0 * s / max(len(chosen), 1),
+                                 teacher_cost=float(cost[valid].mean()) if s else float("nan"), s=s,
+                                 students=students))
+    return points
