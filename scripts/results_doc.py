@@ -15,7 +15,9 @@ import sys
 
 from recourse.benchmark import BenchmarkResult
 from recourse.paths import assets_dir, project_root
-from recourse.render.benchmark import PAIRED_REFERENCES, markdown_table, paired_table
+from recourse.render.benchmark import (
+    PAIRED_REFERENCES, families_table, family_paired_table, markdown_table, paired_table, sweep_table,
+)
 
 DOC = project_root() / "docs" / "results.md"
 ACCURACY = ("eval-classifier-test.json", "eval-oracle-test.json", "eval-classifier-aligned.json")
@@ -25,8 +27,10 @@ ACCURACY_COMMANDS = (
     "python -m recourse evaluate --data ../shared/data/celeba-aligned-dev --split all --no-cache --json assets/results/eval-classifier-aligned.json",
 )
 QUALITY = (("test", "counterfactual-quality-test.json"), ("val", "counterfactual-quality-val.json"))
-BENCHMARKS = (("default margin (6)", "benchmark.json"), ("margin 0", "benchmark-margin0.json"))
-METRIC_NAMES = {"vd": ("VD", "lower", 1), "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
+BENCHMARKS = (("test", "benchmark.json"), ("validation: the margin sweep that chose the table's margin",
+                                          "benchmark-val-sweep.json"))
+METRIC_NAMES = {"vd": ("VD", "lower", 1), "fa_75": ("FA¾", "lower", 1), "logit_gap": ("|Δlogit|", "lower", 2),
+                "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
 
 
 def _load(name: str) -> dict | None:
@@ -97,15 +101,19 @@ def quality_section() -> list[str]:
             "`docs/contact-sheets/`.", "", *_sections(QUALITY, quality_table)]
 
 
-def conclusions(result: BenchmarkResult, reference: str) -> list[str]:
-    """One line per method: which paired differences with ``reference`` exclude zero."""
+def conclusions(result: BenchmarkResult, reference: str, group: str = "all") -> list[str]:
+    """One line per method (over its seeds where it has several): which paired differences
+    with ``reference`` have a 95% interval that excludes zero."""
     lines = []
-    for row in result.rows:
-        versus = row.paired.get(reference)
+    compared = [(f.family, f.paired.get(reference, {}).get(group)) for f in result.families] if result.families \
+        else [(row.method, row.paired.get(reference)) for row in result.rows]
+    for name_, versus in compared:
         if not versus:
             continue
         better, worse = [], []
         for metric, (name, good, digits) in METRIC_NAMES.items():
+            if metric not in versus:
+                continue
             difference, low, high = versus[metric]
             if low is None or high is None:
                 continue
@@ -118,20 +126,39 @@ def conclusions(result: BenchmarkResult, reference: str) -> list[str]:
             parts.append("better on " + ", ".join(better))
         if worse:
             parts.append("worse on " + ", ".join(worse))
-        lines.append(f"- `{row.method}` against `{reference}`: "
+        lines.append(f"- `{name_}` against `{reference}`: "
                      + ("; ".join(parts) if parts else "no difference whose 95% interval excludes zero") + ".")
     return lines
 
 
 def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
     result = BenchmarkResult.from_dict(record)
+    margin = result.settings.get("counterfactual", {}).get("margin")
     lines = [f"### {title}", "", f"`{result.command}` ({result.date}, {result.seconds:.0f} s, N = {result.n} "
-             f"tasks, attributes {', '.join(result.attributes)}; `assets/{name.replace('.json', '.md')}` "
-             "adds intervals and per-attribute values)", "", markdown_table(list(result.rows)), ""]
-    for reference in PAIRED_REFERENCES:
-        if any(reference in row.paired for row in result.rows):
-            lines += [f"Paired with `{reference}` on the same tasks (95% bootstrap intervals over tasks):", "",
-                      paired_table(list(result.rows), reference), "", *conclusions(result, reference), ""]
+             f"tasks, attributes {', '.join(result.attributes)}, margin {margin}; "
+             f"`assets/{name.replace('.json', '.md')}` adds intervals and per-attribute values)", "",
+             markdown_table(list(result.rows)), ""]
+    families = list(result.families)
+    if families:
+        lines += ["Each method over its fine-tuning seeds: mean ± sd across seeds [95% interval, bootstrap over "
+                  "seeds and tasks].", "", families_table(families), ""]
+        if any("held_out" in f.metrics for f in families):
+            lines += ["On the eight held-out attributes only:", "", families_table(families, "held_out"), ""]
+        for reference in PAIRED_REFERENCES:
+            for group in ("all", "held_out"):
+                if any(group in f.paired.get(reference, {}) for f in families):
+                    lines += [f"Paired with `{reference}` on shared tasks, {group.replace('_', '-')} attributes:", "",
+                              family_paired_table(families, reference, group), "",
+                              *conclusions(result, reference, group), ""]
+    else:
+        for reference in PAIRED_REFERENCES:
+            if any(reference in row.paired for row in result.rows):
+                lines += [f"Paired with `{reference}` on the same tasks (95% bootstrap intervals over tasks):", "",
+                          paired_table(list(result.rows), reference), "", *conclusions(result, reference), ""]
+    if result.sweep:
+        names = [row.method for row in result.rows if row.method != "fp32" and row.method == row.family]
+        lines += ["Margin sweep: the teacher's recourse made to each margin; VD % / FA¾ % of each model:", "",
+                  sweep_table(list(result.sweep), names), ""]
     return lines
 
 

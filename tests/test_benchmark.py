@@ -275,3 +275,23 @@ def test_margin_sweep_points_from_records():
     assert low.s == high.s == 3 and low.teacher_success == 75.0
     assert low.students["g"]["vd"] == 100.0 and high.students["g"]["vd"] == 0.0  # logit −1 rejects, +1 accepts
     assert high.teacher_cost == pytest.approx(0.3) and low.students["g"]["fa_75"] == 100.0
+
+
+def test_ratio_terms_counted_once_give_the_summary_and_counts_weight_tasks():
+    from recourse.benchmark.rows import _resampled, ratio_terms, summary_values
+
+    generator = torch.Generator().manual_seed(4)
+    draw = lambda: float(torch.rand(1, generator=generator))  # noqa: E731
+    records = [_record(i, draw() < 0.9, 0.05 + draw(), draw() < 0.7, draw() < 0.9, 0.05 + draw(), draw(),
+                       teacher_logit=draw() * 4, logit=draw() * 4 - 1, teacher_partial=(draw() - 0.5, draw() - 0.3),
+                       partial=(draw() - 0.4, draw() - 0.2)) for i in range(50)]
+    columns = record_columns(records, "g")
+    once = _resampled(ratio_terms(columns), torch.ones(1, 50, dtype=torch.float64))
+    for metric, value in summary_values(columns).items():
+        assert float(once[metric][0]) == pytest.approx(value, rel=1e-12), metric
+    twice_first = torch.ones(1, 50, dtype=torch.float64)
+    twice_first[0, 0] = 2  # task 0 drawn twice: the same as a column set with task 0 repeated
+    repeated = columns.select(torch.tensor([0, *range(50)]))
+    weighted = _resampled(ratio_terms(columns), twice_first)
+    for metric, value in summary_values(repeated).items():
+        assert float(weighted[metric][0]) == pytest.approx(value, rel=1e-12), metric

@@ -114,6 +114,46 @@ def _finite(value: float) -> bool:
     return value == value and abs(value) != float("inf")
 
 
+def ratio_terms(columns: RecourseColumns, b_mask: torch.Tensor | None = None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """Every recourse metric is a ratio of sums over tasks, ``Σ num / Σ den`` (× 100 for the
+    percentages): per metric, the per-task ``(num, den)``. ``b_mask`` replaces B (paired
+    differences take CRG and DirSim on the tasks both students have in B). With every
+    task counted once this gives :meth:`RecourseColumns.summary`; with bootstrap counts, a
+    resample's value, so thousands of resamples are one matrix product."""
+    in_s = columns.teacher_valid.bool()
+    in_b = both_valid(columns.teacher_valid, columns.student_valid) if b_mask is None else b_mask
+    s, b = in_s.double(), in_b.double()
+    difference = columns.student_logit - columns.teacher_logit
+    towards = torch.where(columns.target.bool(), 1.0, -1.0).double()
+    terms = {
+        "vd": (100 * (in_s & ~columns.student_accepts_teacher.bool()).double(), s),
+        "crg": (b * (columns.student_cost - columns.teacher_cost).abs(), b * columns.teacher_cost),
+        "dirsim": (100 * b * columns.cosine, b),
+    }
+    for k, name in enumerate(("fa_50", "fa_75")):
+        rejected = in_s & (decisions(columns.teacher_partial[:, k]) != columns.target)
+        accepted = decisions(columns.student_partial[:, k]) == columns.target
+        terms[name] = (100 * (rejected & accepted).double(), rejected.double())
+    terms["logit_gap"] = (s * difference.abs(), s)
+    terms["logit_lean"] = (s * difference * towards, s)
+    return terms
+
+
+def _resampled(terms: dict[str, tuple[torch.Tensor, torch.Tensor]], counts: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Each metric for each row of ``counts`` ``(draws, N)``: NaN where its denominator is 0."""
+    values = {}
+    for metric, (numerator, denominator) in terms.items():
+        top, bottom = counts @ numerator, counts @ denominator
+        values[metric] = torch.where(bottom > 0, top / bottom.clamp_min(1e-300), torch.full_like(top, float("nan")))
+    return values
+
+
+def _task_counts(tasks: int, draws: int, generator: torch.Generator) -> torch.Tensor:
+    """How often each task is drawn in each of ``draws`` resamples ``(draws, tasks)``."""
+    index = torch.randint(tasks, (draws, tasks), generator=generator)
+    return torch.zeros(draws, tasks, dtype=torch.float64).scatter_add_(1, index, torch.ones(draws, tasks, dtype=torch.float64))
+
+
 def bootstrap_intervals(columns: RecourseColumns, reference: RecourseColumns | None = None,
                         samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, level: float = 0.95) -> dict[str, list[float]]:
     """Percentile bootstrap over tasks: ``[low, high]`` of each recourse metric, or, with
@@ -126,23 +166,35 @@ def seed_bootstrap(seeds: list[RecourseColumns], references: list[RecourseColumn
                    samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, level: float = 0.95) -> dict[str, list[float]]:
     """Two-level percentile bootstrap of the mean over seeds: each draw resamples the seeds,
     then the tasks (the same tasks for every seed). With ``references``, of the paired
-    difference, seed ``k`` against reference seed ``k`` (or the only one)."""
+    difference, seed ``k`` against reference seed ``k`` (or the only one), on shared tasks."""
     generator = torch.Generator().manual_seed(seed)
-    draws: dict[str, list[float]] = {m: [] for m in RECOURSE_METRICS}
-    for _ in range(samples if len(seeds[0]) else 0):
-        chosen = torch.randint(len(seeds), (len(seeds),), generator=generator).tolist() if len(seeds) > 1 else [0]
-        index = torch.randint(len(seeds[0]), (len(seeds[0]),), generator=generator)
-        per_seed = []
-        for k in chosen:
-            mine = seeds[k].select(index)
-            if references is None:
-                per_seed.append(summary_values(mine))
-            else:
-                per_seed.append(paired_difference(mine, references[k % len(references)].select(index)))
+    tasks = len(seeds[0])
+    if tasks == 0:
+        return {m: [float("nan")] * 2 for m in RECOURSE_METRICS}
+    chosen = torch.randint(len(seeds), (samples, len(seeds)), generator=generator) if len(seeds) > 1 \
+        else torch.zeros(samples, 1, dtype=torch.long)
+    counts = _task_counts(tasks, samples, generator)
+    per_seed = []  # {metric: (samples,)} for each seed
+    for k, mine in enumerate(seeds):
+        if references is None:
+            per_seed.append(_resampled(ratio_terms(mine), counts))
+            continue
+        theirs = references[k % len(references)]
+        shared = both_valid(mine.teacher_valid, mine.student_valid) & both_valid(theirs.teacher_valid, theirs.student_valid)
+        values = {}
         for metric in RECOURSE_METRICS:
-            values = [v[metric] for v in per_seed if _finite(v[metric])]
-            if values:
-                draws[metric].append(sum(values) / len(values))
+            mask = shared if metric in _ON_B else None
+            a = _resampled({metric: ratio_terms(mine, mask)[metric]}, counts)[metric]
+            b = _resampled({metric: ratio_terms(theirs, mask)[metric]}, counts)[metric]
+            values[metric] = a - b
+        per_seed.append(values)
+    draws = {}
+    for metric in RECOURSE_METRICS:
+        table = torch.stack([values[metric] for values in per_seed], dim=1)  # (samples, seeds)
+        picked = table.gather(1, chosen)
+        finite = torch.isfinite(picked)
+        mean = torch.where(finite, picked, torch.zeros_like(picked)).sum(1) / finite.sum(1).clamp_min(1)
+        draws[metric] = mean[finite.any(1)].tolist()
     return _percentiles(draws, level)
 
 
