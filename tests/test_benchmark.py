@@ -295,3 +295,12 @@ def test_ratio_terms_counted_once_give_the_summary_and_counts_weight_tasks():
     weighted = _resampled(ratio_terms(columns), twice_first)
     for metric, value in summary_values(repeated).items():
         assert float(weighted[metric][0]) == pytest.approx(value, rel=1e-12), metric
+
+
+def test_a_chunk_is_keyed_by_what_changes_it_only():
+    base = BenchmarkSettings(n=40)
+    inputs = {"fp32": "abc"}
+    assert BenchmarkSettings(n=400, margins=(0.0, 1.0), bootstrap_samples=50).fingerprint(inputs) == base.fingerprint(inputs)
+    assert BenchmarkSettings(n=40, counterfactual=CounterfactualConfig(margin=1.0)).fingerprint(inputs) != \
+        base.fingerprint(inputs)
+    assert base.fingerprint({"fp32": "abd"}) != base.fingerprint(inputs)

@@ -68,9 +68,12 @@ class BenchmarkSettings:
             raise ValueError(f"counterfactual must be a CounterfactualConfig, got {type(self.counterfactual).__name__}")
 
     def fingerprint(self, inputs: dict[str, str]) -> str:
-        """Identifies what a cached part was computed with (these settings and ``inputs``);
-        the sweep's margins and the control's choice do not change a part."""
-        settings = {k: v for k, v in asdict(self).items() if k not in ("margins", "noise_control", "bootstrap_samples")}
+        """Identifies what a cached part was computed with (these settings and ``inputs``).
+        What does not change a chunk's content is left out: the number of tasks (task ``i``
+        is the same in a shorter or longer run, so a run can be extended or cut), the sweep's
+        margins, the control's choice, the latency repeats and the bootstrap."""
+        ignored = ("n", "margins", "noise_control", "latency_repeats", "bootstrap_samples")
+        settings = {k: v for k, v in asdict(self).items() if k not in ignored}
         text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
