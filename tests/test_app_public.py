@@ -219,7 +219,7 @@ def test_a_broken_variant_is_listed_and_the_rest_work(tmp_path):
     assert "variant cf-ptq: not built yet" in text
 
 
-@pytest.mark.parametrize("run", ["default margin (6)", "margin 0 (minimal recourse)"])
+@pytest.mark.parametrize("run", ["test split", "validation margin sweep"])
 def test_the_benchmark_tab_reads_both_committed_runs(run):
     import json
 
@@ -239,10 +239,10 @@ def test_a_damaged_benchmark_file_is_reported_not_shown(tmp_path, monkeypatch):
     (tmp_path / "assets").mkdir()
     (tmp_path / "assets" / "benchmark.json").write_text('{"rows": [{"method": "fp32"}]}')
     monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
-    caption, table, figure = app.benchmark_view("default margin (6)")
+    caption, table, figure = app.benchmark_view("test split")
     assert "is not a benchmark file" in caption and table is None and figure is None
-    caption, table, _ = app.benchmark_view("margin 0 (minimal recourse)")
-    assert "No margin 0" in caption and table is None
+    caption, table, _ = app.benchmark_view("validation margin sweep")
+    assert "No validation margin sweep" in caption and table is None
 
 
 @pytest.mark.requires("committed_variants")

@@ -11,7 +11,7 @@ from recourse.paths import assets_dir, project_root, teacher_dir
 from recourse.render.benchmark import markdown_report
 from scripts import results_doc
 
-BENCHMARKS = ("benchmark", "benchmark-margin0")
+BENCHMARKS = ("benchmark", "benchmark-val-sweep")
 
 
 def test_results_page_is_generated_from_the_assets():
@@ -54,7 +54,7 @@ def test_a_changed_asset_makes_the_page_stale(tmp_path, monkeypatch):
     record = json.loads((assets_dir() / "benchmark.json").read_text())
     record["rows"][1]["acc"] = 12.34
     (tmp_path / "assets" / "benchmark.json").write_text(json.dumps(record))
-    (tmp_path / "assets" / "benchmark-margin0.json").write_text((assets_dir() / "benchmark-margin0.json").read_text())
+    (tmp_path / "assets" / "benchmark-val-sweep.json").write_text((assets_dir() / "benchmark-val-sweep.json").read_text())
     monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
     page = results_doc.render()
     assert "| ptq-int8 | 12.34 |" in page and page != committed
