@@ -50,7 +50,7 @@ def test_matching_term_is_zero_for_the_teacher_and_grows_with_a_lean_towards_the
     assert small == pytest.approx(0.25, rel=1e-5) and large == pytest.approx(4.0, rel=1e-5)
     # the first version's target term rewards the lean instead
     target = recourse_term("target", points, 12)
-    assert float(target(Leaning(50.0), torch.Generator())) != float(target(Leaning(-50.0), torch.Generator()))
+    assert float(target(Leaning(50.0), torch.Generator()).detach()) != float(target(Leaning(-50.0), torch.Generator()).detach())
 
 
 def test_matching_loss_compares_all_forty_logits(setting):
