@@ -139,6 +139,12 @@ def ratio_terms(columns: RecourseColumns, b_mask: torch.Tensor | None = None) ->
     return terms
 
 
+def _shared_terms(columns: RecourseColumns, shared: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """:func:`ratio_terms` of a paired difference: CRG and DirSim on the ``shared`` tasks."""
+    full, on_shared = ratio_terms(columns), ratio_terms(columns, shared)
+    return {metric: (on_shared if metric in _ON_B else full)[metric] for metric in RECOURSE_METRICS}
+
+
 def _resampled(terms: dict[str, tuple[torch.Tensor, torch.Tensor]], counts: torch.Tensor) -> dict[str, torch.Tensor]:
     """Each metric for each row of ``counts`` ``(draws, N)``: NaN where its denominator is 0."""
     values = {}
@@ -181,13 +187,8 @@ def seed_bootstrap(seeds: list[RecourseColumns], references: list[RecourseColumn
             continue
         theirs = references[k % len(references)]
         shared = both_valid(mine.teacher_valid, mine.student_valid) & both_valid(theirs.teacher_valid, theirs.student_valid)
-        values = {}
-        for metric in RECOURSE_METRICS:
-            mask = shared if metric in _ON_B else None
-            a = _resampled({metric: ratio_terms(mine, mask)[metric]}, counts)[metric]
-            b = _resampled({metric: ratio_terms(theirs, mask)[metric]}, counts)[metric]
-            values[metric] = a - b
-        per_seed.append(values)
+        a, b = (_resampled(_shared_terms(side, shared), counts) for side in (mine, theirs))
+        per_seed.append({metric: a[metric] - b[metric] for metric in RECOURSE_METRICS})
     draws = {}
     for metric in RECOURSE_METRICS:
         table = torch.stack([values[metric] for values in per_seed], dim=1)  # (samples, seeds)
@@ -240,6 +241,7 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
     columns = {name: record_columns(records, name) for name in students}
     masks = group_masks(records, settings)
     int8 = next((f.make_seconds for f in facts.values() if f.method == "ptq-int8"), None)
+    references = [name for name in students if name in PAIRED_REFERENCES]  # their seed-0 rows
     for name, student in students.items():
         summary = columns[name].summary()
         student_decisions = all_decisions(student.decider, images)
@@ -249,7 +251,6 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
             if bool(index.any()):
                 per_attribute[attribute] = columns[name].select(index).summary().to_dict()
         fact = facts[name]
-        references = {family_of(r): r for r in students if family_of(r) in PAIRED_REFERENCES and r == family_of(r)}
         rows.append(BenchmarkRow(
             method=name, acc=mean_accuracy(student_decisions, labels), vd=summary.vd, crg=summary.crg,
             dirsim=summary.dirsim, success_rate=summary.success_rate,
@@ -262,8 +263,8 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
             integer_kernels=fact.integer_kernels, n=summary.n, s=summary.s, b=summary.b,
             per_attribute=per_attribute, details=fact.details,
             intervals=bootstrap_intervals(columns[name], samples=settings.bootstrap_samples),
-            paired={reference: _versus(columns[name], columns[column], settings.bootstrap_samples)
-                    for reference, column in references.items() if family_of(name) != reference},
+            paired={reference: _versus(columns[name], columns[reference], settings.bootstrap_samples)
+                    for reference in references if family_of(name) != reference},
             fa_50=summary.fa_50, fa_75=summary.fa_75, logit_gap=summary.logit_gap, logit_lean=summary.logit_lean,
             compression=fact.method, family=family_of(name),
             groups={group: columns[name].select(mask).summary().to_dict() for group, mask in masks.items()

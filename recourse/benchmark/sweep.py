@@ -14,12 +14,11 @@ from typing import Callable
 import torch
 from torch import nn
 
-from recourse.benchmark.tasks import BenchmarkSettings, cached_teacher_part
+from recourse.benchmark.tasks import BenchmarkSettings, attribute_groups, cached_teacher_part
 from recourse.data import to_float_images
 from recourse.generation import FaceGenerator
 from recourse.metrics import decisions, false_acceptance, logit_gap, validity_drop
 from recourse.paired import PARTIAL_FRACTIONS, Student, boundary_logits
-from recourse.benchmark.tasks import attribute_groups
 
 
 @dataclass(frozen=True)
