@@ -228,7 +228,8 @@ def command_benchmark(args: argparse.Namespace) -> int:
     from recourse.benchmark import BenchmarkConfig, BenchmarkSettings, run_benchmark
     from recourse.render.benchmark import markdown_table, write_markdown
 
-    settings = BenchmarkSettings(n=args.n, attributes=tuple(args.attributes), chunk_size=args.chunk_size,
+    settings = BenchmarkSettings(n=args.n, first_task=args.first_task, attributes=tuple(args.attributes),
+                                 chunk_size=args.chunk_size,
                                  counterfactual=_counterfactual_config(args),
                                  seen_attributes=tuple(a for a in DEFAULT_ATTRIBUTES if a in args.attributes),
                                  margins=tuple(args.margins),
@@ -325,6 +326,8 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--n", "--tasks", dest="n", type=int, default=500,
                        help="recourse tasks (one per image, attributes in turn); under torchrun or accelerate "
                             "launch write --tasks, since their own parsers read --n as one of their options")
+    bench.add_argument("--first-task", type=int, default=0,
+                       help="task (image of the split) to start at: a second run on other faces starts at --tasks")
     bench.add_argument("--out", required=True, help="folder for benchmark.json, benchmark.md and the resumable cache")
     bench.add_argument("--variants", "--methods", dest="variants", nargs="+", default=list(METHODS),
                        help="variant folders of --variants-dir: method ids, seeds (-s1) and ablations "

@@ -4,6 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
+from dataclasses import replace
 
 import pytest
 import torch
@@ -190,6 +191,22 @@ def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_p
     assert len(list((out / "cache").glob("ptq-int4-*"))) == 6
 
 
+def test_a_shifted_run_takes_later_tasks_and_shares_their_chunks(tiny_setup, tmp_path):
+    out = tmp_path / "bench"
+    settings = replace(tiny_setup["settings"], margins=())
+    shifted = {**tiny_setup, "settings": replace(settings, first_task=4, n=2)}
+    assert run_benchmark(BenchmarkConfig(out=out, **{**tiny_setup, "settings": settings})).n == 6
+    stamps = {c: c.stat().st_mtime_ns for c in (out / "cache").iterdir()}
+    alone = run_benchmark(BenchmarkConfig(out=tmp_path / "alone", **shifted))
+    assert alone.n == 2  # its one chunk, named as in the longer run
+    assert {c.name for c in (tmp_path / "alone" / "cache").iterdir()} == {c.name for c in stamps if "-000004-" in c.name}
+    from_longer = run_benchmark(BenchmarkConfig(out=out, **shifted))  # reads the longer run's chunk back
+    assert {c: c.stat().st_mtime_ns for c in (out / "cache").iterdir()} == stamps
+    assert _comparable(from_longer.to_dict()) == _comparable(alone.to_dict())
+    with pytest.raises(ValueError, match=r"first_task 100 is past the split's \d+ images"):
+        run_benchmark(BenchmarkConfig(out=tmp_path / "none", **{**tiny_setup, "settings": replace(settings, first_task=100)}))
+
+
 @pytest.mark.slow
 def test_the_command_on_two_processes_gives_the_single_process_result(tiny_setup, tmp_path, capsys):
     arguments = command_line(tiny_setup)
@@ -300,7 +317,8 @@ def test_ratio_terms_counted_once_give_the_summary_and_counts_weight_tasks():
 def test_a_chunk_is_keyed_by_what_changes_it_only():
     base = BenchmarkSettings(n=40)
     inputs = {"fp32": "abc"}
-    assert BenchmarkSettings(n=400, margins=(0.0, 1.0), bootstrap_samples=50).fingerprint(inputs) == base.fingerprint(inputs)
+    assert BenchmarkSettings(n=400, first_task=40, margins=(0.0, 1.0), bootstrap_samples=50).fingerprint(inputs) == \
+        base.fingerprint(inputs)
     assert BenchmarkSettings(n=40, counterfactual=CounterfactualConfig(margin=1.0)).fingerprint(inputs) != \
         base.fingerprint(inputs)
     assert base.fingerprint({"fp32": "abd"}) != base.fingerprint(inputs)

@@ -65,7 +65,7 @@ def test_attribution_config_refuses(values, message):
 
 @pytest.mark.parametrize("values, message", [
     ({"n": 0}, "n must be >= 1"), ({"n": 1.5}, "n must be a whole number"),
-    ({"chunk_size": 0}, "chunk_size must be >= 1"), ({"latency_repeats": 10**9}, "latency_repeats must be <="),
+    ({"first_task": -1}, "first_task must be >= 0"), ({"chunk_size": 0}, "chunk_size must be >= 1"), ({"latency_repeats": 10**9}, "latency_repeats must be <="),
     ({"attributes": ()}, "attributes must be a non-empty tuple"),
     ({"attributes": ["Smiling"]}, "attributes must be a non-empty tuple"),
     ({"attributes": ("Smiling", "Smiling")}, "must not repeat"),

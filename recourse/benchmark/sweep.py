@@ -14,7 +14,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from recourse.benchmark.tasks import BenchmarkSettings, attribute_groups, cached_teacher_part
+from recourse.benchmark.tasks import BenchmarkSettings, attribute_groups, cached_teacher_part, chunk_bounds
 from recourse.data import to_float_images
 from recourse.generation import FaceGenerator
 from recourse.metrics import decisions, false_acceptance, logit_gap, validity_drop
@@ -41,12 +41,11 @@ def sweep_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, 
                   rank: int = 0, world: int = 1, progress: Callable[[int, int], None] | None = None) -> list[dict]:
     """This process's share of ``(margin, chunk)`` pairs: the teacher's part (cached like the
     benchmark's, keyed by ``fingerprint(settings at that margin)``) and the students' logits."""
-    n = min(settings.n, len(images))
-    jobs = [(margin, start) for margin in settings.margins for start in range(0, n, settings.chunk_size)][rank::world]
+    jobs = [(margin, start, stop) for margin in settings.margins
+            for start, stop in chunk_bounds(settings, len(images))][rank::world]
     records: list[dict] = []
-    for done, (margin, start) in enumerate(jobs):
+    for done, (margin, start, stop) in enumerate(jobs):
         at_margin = replace(settings, counterfactual=replace(settings.counterfactual, margin=margin))
-        stop = min(start + settings.chunk_size, n)
         x = to_float_images(images[start:stop])
         part = cached_teacher_part(x, start, teacher, at_margin, generator, cache_dir, fingerprint(at_margin))
         views = {}

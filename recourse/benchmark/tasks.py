@@ -1,7 +1,8 @@
 """The benchmark's recourse tasks, computed in resumable chunks by the paired core.
 
-Task ``i`` is test image ``i`` (the first ``n``) with attribute ``attributes[i % len(attributes)]``,
-target ``1 − d^f_a(x)`` and seed ``counterfactual.seed + i``. The attributes are the four
+Task ``i`` is image ``i`` of the split with attribute ``attributes[i % len(attributes)]``,
+target ``1 − d^f_a(x)`` and seed ``counterfactual.seed + i``; a run takes the ``n`` tasks from
+``first_task`` on, so a second run on other faces is ``first_task = n``. The attributes are the four
 the counterfactual-aware methods saw recourse points of (``seen_attributes``) and eight
 held out; the table reports both groups separately. Each chunk's teacher part and
 each student's part are cached separately, so an interrupted run resumes, a rebuilt
@@ -34,6 +35,7 @@ class BenchmarkSettings:
     """Everything that changes the benchmark's recourse numbers."""
 
     n: int = 500
+    first_task: int = 0  # tasks first_task … first_task + n − 1
     attributes: tuple[str, ...] = (*DEFAULT_ATTRIBUTES, *HELD_OUT_ATTRIBUTES)
     seen_attributes: tuple[str, ...] = DEFAULT_ATTRIBUTES  # those of the recourse points
     margins: tuple[float, ...] = ()  # the margin sweep (teacher recourse only); empty: none
@@ -45,6 +47,7 @@ class BenchmarkSettings:
 
     def __post_init__(self) -> None:
         check_int("n", self.n, 1, 1_000_000)  # CelebA has 202,599 photos
+        check_int("first_task", self.first_task, 0, 1_000_000)
         check_int("chunk_size", self.chunk_size, 1, 10_000)
         check_int("latency_repeats", self.latency_repeats, 1, 10_000)
         check_int("bootstrap_samples", self.bootstrap_samples, 10, 100_000)
@@ -69,13 +72,22 @@ class BenchmarkSettings:
 
     def fingerprint(self, inputs: dict[str, str]) -> str:
         """Identifies what a cached part was computed with (these settings and ``inputs``).
-        What does not change a chunk's content is left out: the number of tasks (task ``i``
-        is the same in a shorter or longer run, so a run can be extended or cut), the sweep's
+        What does not change a chunk's content is left out: which tasks and how many (task
+        ``i`` is the same in any run that has it, so a run can be extended, cut or shifted), the sweep's
         margins, the control's choice, the latency repeats and the bootstrap."""
-        ignored = ("n", "margins", "noise_control", "latency_repeats", "bootstrap_samples")
+        ignored = ("n", "first_task", "margins", "noise_control", "latency_repeats", "bootstrap_samples")
         settings = {k: v for k, v in asdict(self).items() if k not in ignored}
         text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def chunk_bounds(settings: BenchmarkSettings, available: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each chunk of this run's tasks, given ``available`` images."""
+    if settings.first_task >= available:
+        raise ValueError(f"first_task {settings.first_task} is past the split's {available} images")
+    stop = min(settings.first_task + settings.n, available)
+    return [(start, min(start + settings.chunk_size, stop))
+            for start in range(settings.first_task, stop, settings.chunk_size)]
 
 
 def attribute_groups(first_task: int, count: int, settings: BenchmarkSettings) -> list[tuple[str, list[int]]]:
@@ -146,11 +158,9 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
     The teacher's part of each chunk and each student's part are cached separately (keyed
     by ``fingerprints["fp32"]`` and ``fingerprints[method]``)."""
     cache_dir.mkdir(parents=True, exist_ok=True)
-    n = min(settings.n, len(images))
-    starts = list(range(0, n, settings.chunk_size))[rank::world]
+    chunks = chunk_bounds(settings, len(images))[rank::world]
     records: list[dict] = []
-    for done, start in enumerate(starts):
-        stop = min(start + settings.chunk_size, n)
+    for done, (start, stop) in enumerate(chunks):
         x = to_float_images(images[start:stop])
         fp32 = cached_teacher_part(x, start, teacher, settings, generator, cache_dir, fingerprints[FP32])
         chunk = [{"task": start + k, "attribute": a, "target": int(fp32["target"][k]),
@@ -172,7 +182,7 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
                 record["students"][method] = values
         records += chunk
         if progress:
-            progress(done + 1, len(starts))
+            progress(done + 1, len(chunks))
     return records
 
 
