@@ -204,6 +204,25 @@ def all_decisions(model: nn.Module, images: torch.Tensor, batch_size: int = 250)
     return torch.cat([decisions(model(to_float_images(images[i:i + batch_size]))) for i in range(0, len(images), batch_size)])
 
 
+@dataclass(frozen=True)
+class Decisions:
+    """A model's 40 decisions on every image: what it decides with (the integer model
+    where there is one) and its float twin."""
+
+    decider: torch.Tensor
+    twin: torch.Tensor
+
+
+def model_decisions(students: dict[str, Student], images: torch.Tensor) -> dict[str, Decisions]:
+    """Decisions of each student on ``images`` (the table's Acc, agreement and twin/integer
+    agreement); separate from the table so that processes can share the work."""
+    decided = {}
+    for name, student in students.items():
+        decider = all_decisions(student.decider, images)
+        decided[name] = Decisions(decider, decider if student.twin is student.decider else all_decisions(student.twin, images))
+    return decided
+
+
 @torch.no_grad()
 def median_latency_ms(model: nn.Module, batch: torch.Tensor, repeats: int) -> float:
     model(batch)  # warm-up
@@ -223,10 +242,13 @@ def group_masks(records: list[dict], settings: BenchmarkSettings) -> dict[str, t
 
 def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, Student],
                    facts: dict[str, VariantFacts], images: torch.Tensor, labels: torch.Tensor, train_seconds: float,
-                   teacher_size_bytes: int, settings: BenchmarkSettings) -> list[BenchmarkRow]:
-    """One row for the teacher and one per student; accuracy on all of ``images``."""
+                   teacher_size_bytes: int, settings: BenchmarkSettings,
+                   decided: dict[str, Decisions] | None = None) -> list[BenchmarkRow]:
+    """One row for the teacher and one per student; accuracy on all of ``images``, from
+    ``decided`` (:func:`model_decisions`) where given."""
     records = sorted(records, key=lambda r: r["task"])
     labels = labels.long()
+    decided = decided if decided is not None else model_decisions(students, images)
     teacher_decisions = all_decisions(teacher, images)
     batch1, batch32 = to_float_images(images[:1]), to_float_images(images[:32])
     teacher_valid = sum(r["teacher_valid"] for r in records)
@@ -244,7 +266,7 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
     references = [name for name in students if name in PAIRED_REFERENCES]  # their seed-0 rows
     for name, student in students.items():
         summary = columns[name].summary()
-        student_decisions = all_decisions(student.decider, images)
+        student_decisions, twin_decisions = decided[name].decider, decided[name].twin
         per_attribute = {}
         for attribute in settings.attributes:
             index = torch.tensor([r["attribute"] == attribute for r in records])
@@ -256,7 +278,7 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
             dirsim=summary.dirsim, success_rate=summary.success_rate,
             overhead=overhead(train_seconds, fact.make_seconds, int8) if int8 is not None else None,
             agreement=agreement(teacher_decisions, student_decisions),
-            twin_integer_agreement=agreement(all_decisions(student.twin, images), student_decisions),
+            twin_integer_agreement=agreement(twin_decisions, student_decisions),
             bits_per_weight=fact.bits_per_weight, size_mb=fact.size_bytes / 1e6,
             latency_batch1_ms=median_latency_ms(student.decider, batch1, settings.latency_repeats),
             latency_batch32_ms=median_latency_ms(student.decider, batch32, settings.latency_repeats),

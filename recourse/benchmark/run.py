@@ -19,7 +19,9 @@ from typing import Any
 
 import torch
 
-from recourse.benchmark.rows import BenchmarkRow, FamilyRow, VariantFacts, benchmark_rows, family_rows
+from recourse.benchmark.rows import (
+    BenchmarkRow, FamilyRow, VariantFacts, benchmark_rows, family_rows, model_decisions,
+)
 from recourse.benchmark.sweep import SweepPoint, sweep_points, sweep_records
 from recourse.benchmark.tasks import FP32, BenchmarkSettings, task_records
 from recourse.checkpoints import (
@@ -202,11 +204,17 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
                               lambda at_margin: at_margin.fingerprint(teacher_inputs), state.process_index,
                               state.num_processes, sweep_chunks)
         sweep = gather_object(sweep) if state.num_processes > 1 else sweep
+    # every process decides the test images with its share of the models; rank 0 builds the table
+    # (and times the models on its own, once the others are done)
+    names = list(students)[state.process_index::state.num_processes]
+    decided = model_decisions({name: students[name] for name in names}, images)
+    if state.num_processes > 1:
+        decided = {name: d for share in gather_object([decided]) for name, d in share.items()}
     result = None
     if state.is_main_process:
         train_seconds = float(read_config(config.checkpoint).get("training_seconds", 0.0))
         rows = benchmark_rows(records, teacher, students, facts, images, labels, train_seconds, teacher_bytes,
-                              settings)
+                              settings, decided)
         result = BenchmarkResult(
             date=datetime.date.today().isoformat(), command=config.command, split=config.split, n=len(records),
             attributes=settings.attributes, accuracy_images=len(images), processes=state.num_processes,
