@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
 from pathlib import Path
 
 from recourse.benchmark.replication import replications, summarise
@@ -44,7 +46,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"claims of the first run (paired intervals excluding 0): {summary.claims}; held in the second run: "
           f"{summary.claims_held}; second run's value inside the first's interval: {summary.claims_second_inside_first}")
     if args.json:
-        record = {"first": {"file": args.first, "command": first.command, "n": first.n,
+        command = "python -m scripts.replicate " + shlex.join(sys.argv[1:] if argv is None else argv)
+        record = {"command": command, "first": {"file": args.first, "command": first.command, "n": first.n,
                             "first_task": first.settings.get("first_task", 0)},
                   "second": {"file": args.second, "command": second.command, "n": second.n,
                              "first_task": second.settings.get("first_task", 0)},

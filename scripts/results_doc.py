@@ -27,8 +27,8 @@ ACCURACY_COMMANDS = (
     "python -m recourse evaluate --data ../shared/data/celeba-aligned-dev --split all --no-cache --json assets/results/eval-classifier-aligned.json",
 )
 QUALITY = (("test", "counterfactual-quality-test.json"), ("val", "counterfactual-quality-val.json"))
-BENCHMARKS = (("test", "benchmark.json"), ("validation: the margin sweep that chose the table's margin",
-                                          "benchmark-val-sweep.json"))
+BENCHMARKS = (("test", "benchmark.json"), ("test, a second run on other faces", "benchmark-second.json"),
+              ("validation: the margin sweep that chose the table's margin", "benchmark-val-sweep.json"))
 METRIC_NAMES = {"vd": ("VD", "lower", 1), "fa_75": ("FA¾", "lower", 1), "logit_gap": ("|Δlogit|", "lower", 2),
                 "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
 
@@ -199,7 +199,38 @@ def benchmark_section() -> list[str]:
     return ["## Benchmark", "",
             "Every variant against the full-precision classifier (VD = Validity Drop; definitions in "
             "`docs/metrics.md`). The app's Benchmark tab reads the same files.", "",
-            *_sections(BENCHMARKS, benchmark_tables)]
+            *_sections(BENCHMARKS, benchmark_tables), *replication_section()]
+
+
+def _claim(value: list[float], digits: int) -> str:
+    return f"{value[0]:+.{digits}f} [{value[1]:.{digits}f}, {value[2]:.{digits}f}]"
+
+
+def replication_section() -> list[str]:
+    record = _load("benchmark-replication.json")
+    if record is None:
+        return []
+    summary = record["summary"]
+    lines = ["### Does a second run on other faces reproduce the first?", "", "```bash", record["command"], "```", "",
+             f"Tasks {record['first']['first_task']}–{record['first']['first_task'] + record['first']['n'] - 1} "
+             f"against tasks {record['second']['first_task']}–"
+             f"{record['second']['first_task'] + record['second']['n'] - 1}. Of {summary['compared']} values "
+             f"(each family's metrics and paired differences, every attribute group), the second run's value is "
+             f"inside the first run's 95% interval for {summary['second_inside_first']} and the first's inside the "
+             f"second's for {summary['first_inside_second']} (about 83% is expected of two independent runs). "
+             f"The first run makes {summary['claims']} claims (paired differences whose interval excludes zero); "
+             f"{summary['claims_held']} hold in the second run (its interval excludes zero on the same side), and "
+             f"for {summary['claims_second_inside_first']} the second run's value is inside the first's interval.",
+             "", "Claims on all attributes:", "",
+             "| family − reference | metric | first run | second run | second inside first | holds |",
+             "|---|---|---:|---:|:---:|:---:|"]
+    for value in record["values"]:
+        if value["reference"] and value["claim"] and value["group"] == "all" and value["metric"] in METRIC_NAMES:
+            name, _, digits = METRIC_NAMES[value["metric"]]
+            lines.append(f"| {value['family']} − {value['reference']} | {name} | {_claim(value['first'], digits)} | "
+                         f"{_claim(value['second'], digits)} | {'yes' if value['second_inside_first'] else 'no'} | "
+                         f"{'yes' if value['held'] else '**no**'} |")
+    return lines + [""]
 
 
 def render() -> str:
