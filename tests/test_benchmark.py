@@ -292,6 +292,12 @@ def test_margin_sweep_points_from_records():
     assert low.s == high.s == 3 and low.teacher_success == 75.0
     assert low.students["g"]["vd"] == 100.0 and high.students["g"]["vd"] == 0.0  # logit −1 rejects, +1 accepts
     assert high.teacher_cost == pytest.approx(0.3) and low.students["g"]["fa_75"] == 100.0
+    assert low.intervals["g"]["vd"] == [100.0, 100.0] and high.intervals["g"]["vd"] == [0.0, 0.0]
+    assert set(low.intervals["g"]) == set(low.students["g"])
+    mixed = [dict(r, students={"g": {"logit": (-1.0) ** r["task"], "partial": [-1.0, 0.5]}}) for r in records]
+    (point,) = sweep_points(mixed, (0.0,), samples=200)
+    assert point.students["g"]["vd"] == pytest.approx(100 / 3)  # tasks 0, 1, 2 in S; task 1 rejected
+    assert point.intervals["g"]["vd"][0] < point.students["g"]["vd"] < point.intervals["g"]["vd"][1]
 
 
 def test_ratio_terms_counted_once_give_the_summary_and_counts_weight_tasks():

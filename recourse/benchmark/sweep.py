@@ -7,18 +7,19 @@ counterfactual-aware method has to beat: it buys validity with cost, not with a 
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Callable
 
 import torch
 from torch import nn
 
+from recourse.benchmark.rows import BOOTSTRAP_SAMPLES, bootstrap_intervals
 from recourse.benchmark.tasks import BenchmarkSettings, attribute_groups, cached_teacher_part, chunk_bounds
 from recourse.data import to_float_images
 from recourse.generation import FaceGenerator
-from recourse.metrics import decisions, false_acceptance, logit_gap, validity_drop
-from recourse.paired import PARTIAL_FRACTIONS, Student, boundary_logits
+from recourse.metrics import decisions
+from recourse.paired import PARTIAL_FRACTIONS, RecourseColumns, Student, boundary_logits
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class SweepPoint:
     teacher_cost: float  # mean c(x, x'_f) over S
     s: int
     students: dict  # {name: {"vd", "fa_50", "fa_75", "logit_gap", "logit_lean"}}
+    intervals: dict = field(default_factory=dict)  # {name: {metric: [low, high]}}, 95%, bootstrap over tasks
 
     def to_dict(self) -> dict:
         return asdict(self)
@@ -67,26 +69,42 @@ def sweep_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, 
     return records
 
 
-def sweep_points(records: list[dict], margins: tuple[float, ...]) -> list[SweepPoint]:
+SWEPT_METRICS = ("vd", "fa_50", "fa_75", "logit_gap", "logit_lean")
+
+
+def _columns(chosen: list[dict], name: str) -> RecourseColumns:
+    """The sweep's tasks as paired-recourse columns of one student. The student does not
+    generate in the sweep, so its own recourse (B, CRG, DirSim) is empty."""
+    target = torch.tensor([r["target"] for r in chosen], dtype=torch.long)
+    logit = torch.tensor([r["students"][name]["logit"] for r in chosen], dtype=torch.float64)
+    nothing = torch.zeros(len(chosen), dtype=torch.float64)
+    return RecourseColumns(
+        target=target, teacher_valid=torch.tensor([r["teacher_valid"] for r in chosen], dtype=torch.bool),
+        student_accepts_teacher=decisions(logit) == target, student_valid=nothing.bool(),
+        teacher_cost=torch.tensor([r["teacher_cost"] for r in chosen], dtype=torch.float64),
+        student_cost=nothing, cosine=nothing,
+        teacher_logit=torch.tensor([r["teacher_logit"] for r in chosen], dtype=torch.float64), student_logit=logit,
+        teacher_partial=torch.tensor([r["teacher_partial"] for r in chosen], dtype=torch.float64).view(-1, len(PARTIAL_FRACTIONS)),
+        student_partial=torch.tensor([r["students"][name]["partial"] for r in chosen],
+                                     dtype=torch.float64).view(-1, len(PARTIAL_FRACTIONS)))
+
+
+def sweep_points(records: list[dict], margins: tuple[float, ...], samples: int = BOOTSTRAP_SAMPLES) -> list[SweepPoint]:
+    """One point per margin, with 95% bootstrap intervals over tasks of each student's values."""
     points = []
     for margin in margins:
         chosen = sorted((r for r in records if r["margin"] == margin), key=lambda r: r["task"])
-        target = torch.tensor([r["target"] for r in chosen])
         valid = torch.tensor([r["teacher_valid"] for r in chosen], dtype=torch.bool)
         cost = torch.tensor([r["teacher_cost"] for r in chosen], dtype=torch.float64)
-        teacher_logit = torch.tensor([r["teacher_logit"] for r in chosen])
-        teacher_partial = torch.tensor([r["teacher_partial"] for r in chosen]).view(-1, len(PARTIAL_FRACTIONS))
-        students = {}
+        students, intervals = {}, {}
         for name in chosen[0]["students"] if chosen else ():
-            logit = torch.tensor([r["students"][name]["logit"] for r in chosen])
-            partial = torch.tensor([r["students"][name]["partial"] for r in chosen]).view(-1, len(PARTIAL_FRACTIONS))
-            vd, _ = validity_drop(valid, decisions(logit) == target)
-            fa = [false_acceptance(teacher_partial[:, k], partial[:, k], target, valid)[0]
-                  for k in range(len(PARTIAL_FRACTIONS))]
-            gap, lean = logit_gap(teacher_logit, logit, target, valid)
-            students[name] = {"vd": vd, "fa_50": fa[0], "fa_75": fa[1], "logit_gap": gap, "logit_lean": lean}
+            columns = _columns(chosen, name)
+            summary = columns.summary().to_dict()
+            bounds = bootstrap_intervals(columns, samples=samples)
+            students[name] = {metric: summary[metric] for metric in SWEPT_METRICS}
+            intervals[name] = {metric: bounds[metric] for metric in SWEPT_METRICS}
         s = int(valid.sum())
         points.append(SweepPoint(margin=margin, teacher_success=100.0 * s / max(len(chosen), 1),
                                  teacher_cost=float(cost[valid].mean()) if s else float("nan"), s=s,
-                                 students=students))
+                                 students=students, intervals=intervals))
     return points

@@ -120,7 +120,7 @@ def family_paired_table(families: list[FamilyRow], reference: str, group: str = 
 
 
 def sweep_table(sweep: list[SweepPoint], names: list[str]) -> str:
-    """VD % / FA¾ % of each model at each margin of the teacher's recourse, with its cost."""
+    """VD % [95% interval] / FA¾ % of each model at each margin of the teacher's recourse, with its cost."""
     if not sweep:
         return ""
     base = sweep[0].teacher_cost
@@ -132,8 +132,14 @@ def sweep_table(sweep: list[SweepPoint], names: list[str]) -> str:
     for name in names:
         if all(name in p.students for p in sweep):
             lines.append(f"| {name} VD / FA¾ % | " + " | ".join(
-                f"{_number(p.students[name]['vd'], 1)} / {_number(p.students[name]['fa_75'], 1)}" for p in sweep) + " |")
+                f"{_number(p.students[name]['vd'], 1)}{_sweep_interval(p, name)} / {_number(p.students[name]['fa_75'], 1)}"
+                for p in sweep) + " |")
     return "\n".join(lines)
+
+
+def _sweep_interval(point: SweepPoint, name: str) -> str:
+    bounds = point.intervals.get(name, {}).get("vd")
+    return f" {_interval(bounds, 1)}" if bounds else ""
 
 
 def _interval(values: list, digits: int) -> str:
@@ -175,7 +181,7 @@ def markdown_report(result: BenchmarkResult) -> str:
                              + paired_table(rows, reference))
     if result.sweep:
         names = [row.method for row in rows if row.method != FP32 and row.method == row.family]
-        parts.append("Margin sweep (the teacher's recourse made to each margin; VD % / FA¾ % of each model):\n\n"
+        parts.append("Margin sweep (the teacher's recourse made to each margin; VD % [95% interval over tasks, where recorded] / FA¾ % of each model):\n\n"
                      + sweep_table(list(result.sweep), names))
     parts.append(f"Per attribute (VD % / CRG / DirSim %):\n\n{per_attribute_table(rows)}")
     return "\n\n".join(parts) + "\n"
