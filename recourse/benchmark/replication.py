@@ -1,8 +1,8 @@
 """Does a second benchmark run on other tasks reproduce the first? Each family's value and
 each paired difference of the first run (a family against a reference), per attribute
-group and metric, is checked against the second run's: is each run's value inside the other's 95% interval, and does a
-difference whose interval excludes zero in the first run exclude it, with the same sign,
-in the second? The differences that exclude zero in the first run are its claims.
+group and metric, is checked against the second run's: is each run's value inside the
+other's 95% interval, and does a difference whose interval excludes zero in the first run
+exclude it, with the same sign, in the second? Those differences are the first run's claims.
 
 Two independent runs with 95% intervals put each other's value inside their interval about
 83% of the time when all is well (not 95%: both values vary), so a single miss is not yet a

@@ -219,7 +219,8 @@ def model_decisions(students: dict[str, Student], images: torch.Tensor) -> dict[
     decided = {}
     for name, student in students.items():
         decider = all_decisions(student.decider, images)
-        decided[name] = Decisions(decider, decider if student.twin is student.decider else all_decisions(student.twin, images))
+        twin = decider if student.twin is student.decider else all_decisions(student.twin, images)
+        decided[name] = Decisions(decider, twin)
     return decided
 
 

@@ -219,7 +219,8 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
             date=datetime.date.today().isoformat(), command=config.command, split=config.split, n=len(records),
             attributes=settings.attributes, accuracy_images=len(images), processes=state.num_processes,
             seconds=round(time.perf_counter() - started, 1), settings=asdict(settings), rows=tuple(rows),
-            families=tuple(family_rows(rows, records, settings)), sweep=tuple(sweep_points(sweep, settings.margins, settings.bootstrap_samples)))
+            families=tuple(family_rows(rows, records, settings)),
+            sweep=tuple(sweep_points(sweep, settings.margins, settings.bootstrap_samples)))
         config.out.mkdir(parents=True, exist_ok=True)
         (config.out / "benchmark.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     state.wait_for_everyone()

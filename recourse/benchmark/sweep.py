@@ -75,18 +75,22 @@ SWEPT_METRICS = ("vd", "fa_50", "fa_75", "logit_gap", "logit_lean")
 def _columns(chosen: list[dict], name: str) -> RecourseColumns:
     """The sweep's tasks as paired-recourse columns of one student. The student does not
     generate in the sweep, so its own recourse (B, CRG, DirSim) is empty."""
-    target = torch.tensor([r["target"] for r in chosen], dtype=torch.long)
-    logit = torch.tensor([r["students"][name]["logit"] for r in chosen], dtype=torch.float64)
+    def column(values: list, dtype: torch.dtype = torch.float64) -> torch.Tensor:
+        return torch.tensor(values, dtype=dtype)
+
+    def partial(values: list) -> torch.Tensor:
+        return column(values).view(-1, len(PARTIAL_FRACTIONS))
+
+    target = column([r["target"] for r in chosen], torch.long)
+    logit = column([r["students"][name]["logit"] for r in chosen])
     nothing = torch.zeros(len(chosen), dtype=torch.float64)
     return RecourseColumns(
-        target=target, teacher_valid=torch.tensor([r["teacher_valid"] for r in chosen], dtype=torch.bool),
+        target=target, teacher_valid=column([r["teacher_valid"] for r in chosen], torch.bool),
         student_accepts_teacher=decisions(logit) == target, student_valid=nothing.bool(),
-        teacher_cost=torch.tensor([r["teacher_cost"] for r in chosen], dtype=torch.float64),
-        student_cost=nothing, cosine=nothing,
-        teacher_logit=torch.tensor([r["teacher_logit"] for r in chosen], dtype=torch.float64), student_logit=logit,
-        teacher_partial=torch.tensor([r["teacher_partial"] for r in chosen], dtype=torch.float64).view(-1, len(PARTIAL_FRACTIONS)),
-        student_partial=torch.tensor([r["students"][name]["partial"] for r in chosen],
-                                     dtype=torch.float64).view(-1, len(PARTIAL_FRACTIONS)))
+        teacher_cost=column([r["teacher_cost"] for r in chosen]), student_cost=nothing, cosine=nothing,
+        teacher_logit=column([r["teacher_logit"] for r in chosen]), student_logit=logit,
+        teacher_partial=partial([r["teacher_partial"] for r in chosen]),
+        student_partial=partial([r["students"][name]["partial"] for r in chosen]))
 
 
 def sweep_points(records: list[dict], margins: tuple[float, ...], samples: int = BOOTSTRAP_SAMPLES) -> list[SweepPoint]:

@@ -1,13 +1,13 @@
 """The benchmark's recourse tasks, computed in resumable chunks by the paired core.
 
 Task ``i`` is image ``i`` of the split with attribute ``attributes[i % len(attributes)]``,
-target ``1 − d^f_a(x)`` and seed ``counterfactual.seed + i``; a run takes the ``n`` tasks from
-``first_task`` on, so a second run on other faces is ``first_task = n``. The attributes are the four
-the counterfactual-aware methods saw recourse points of (``seen_attributes``) and eight
-held out; the table reports both groups separately. Each chunk's teacher part and
-each student's part are cached separately, so an interrupted run resumes, a rebuilt
-variant recomputes only its own part, and chunks can be shared between processes. A
-chunk's result does not depend on which process computes it.
+target ``1 − d^f_a(x)`` and seed ``counterfactual.seed + i``; a run takes the ``n`` tasks
+from ``first_task`` on, so a second run on other faces is ``first_task = n``. The
+attributes are the four the counterfactual-aware methods saw recourse points of
+(``seen_attributes``) and eight held out; the table reports both groups separately. Each
+chunk's teacher part and each student's part are cached separately, so an interrupted run
+resumes, a rebuilt variant recomputes only its own part, and chunks can be shared between
+processes. A chunk's result does not depend on which process computes it.
 """
 
 from __future__ import annotations
@@ -73,8 +73,8 @@ class BenchmarkSettings:
     def fingerprint(self, inputs: dict[str, str]) -> str:
         """Identifies what a cached part was computed with (these settings and ``inputs``).
         What does not change a chunk's content is left out: which tasks and how many (task
-        ``i`` is the same in any run that has it, so a run can be extended, cut or shifted), the sweep's
-        margins, the control's choice, the latency repeats and the bootstrap."""
+        ``i`` is the same in any run that has it, so a run can be extended, cut or shifted),
+        the sweep's margins, the control's choice, the latency repeats and the bootstrap."""
         ignored = ("n", "first_task", "margins", "noise_control", "latency_repeats", "bootstrap_samples")
         settings = {k: v for k, v in asdict(self).items() if k not in ignored}
         text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
