@@ -157,7 +157,8 @@ def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
                           paired_table(list(result.rows), reference), "", *conclusions(result, reference), ""]
     if result.sweep:
         names = [row.method for row in result.rows if row.method != "fp32" and row.method == row.family]
-        lines += ["Margin sweep: the teacher's recourse made to each margin; VD % [95% interval over tasks, where recorded] / FA¾ % of each model:", "",
+        lines += ["Margin sweep: the teacher's recourse made to each margin; VD % [95% interval over tasks, where "
+                  "recorded] / FA¾ % of each model:", "",
                   sweep_table(list(result.sweep), names), ""]
     return lines
 

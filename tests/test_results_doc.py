@@ -58,3 +58,19 @@ def test_a_changed_asset_makes_the_page_stale(tmp_path, monkeypatch):
     monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
     page = results_doc.render()
     assert "| ptq-int8 | 12.34 |" in page and page != committed
+
+
+def test_the_replication_section_lists_the_first_runs_claims(monkeypatch):
+    claim = {"family": "cfq-qat", "reference": "ptq-int4", "group": "all", "metric": "vd", "first": [-2.0, -3.0, -1.0],
+             "second": [0.5, -0.5, 1.5], "claim": True, "second_inside_first": False, "first_inside_second": False,
+             "held": False}
+    record = {"command": "python -m scripts.replicate a.json b.json", "first": {"n": 180, "first_task": 0},
+              "second": {"n": 180, "first_task": 180},
+              "summary": {"compared": 2, "second_inside_first": 1, "first_inside_second": 1, "claims": 1,
+                          "claims_held": 0, "claims_second_inside_first": 0},
+              "values": [claim, {**claim, "reference": "", "claim": False, "held": False}]}
+    monkeypatch.setattr(results_doc, "_load", lambda name: record if name == "benchmark-replication.json" else None)
+    text = "\n".join(results_doc.replication_section())
+    assert "Tasks 0–179 against tasks 180–359" in text and "The first run makes 1 claims" in text
+    assert "| cfq-qat − ptq-int4 | VD | -2.0 [-3.0, -1.0] | +0.5 [-0.5, 1.5] | no | **no** |" in text
+    assert text.count("| cfq-qat") == 1  # a family's own value is not a claim

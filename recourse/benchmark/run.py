@@ -92,7 +92,8 @@ class BenchmarkResult:
         if self.families:
             record["families"] = [asdict(family) for family in self.families]
         if self.sweep:
-            record["sweep"] = [asdict(point) for point in self.sweep]
+            # a sweep written before it had intervals is read and written back as it was
+            record["sweep"] = [{k: v for k, v in asdict(point).items() if k != "intervals" or v} for point in self.sweep]
         return _finite(record)
 
     @classmethod
