@@ -219,8 +219,8 @@ def test_a_broken_variant_is_listed_and_the_rest_work(tmp_path):
     assert "variant cf-ptq: not built yet" in text
 
 
-@pytest.mark.parametrize("run", ["test split", "validation margin sweep"])
-def test_the_benchmark_tab_reads_both_committed_runs(run):
+@pytest.mark.parametrize("run", ["test split", "test split, second run on other faces", "validation margin sweep"])
+def test_the_benchmark_tab_reads_every_committed_run(run):
     import json
 
     import app

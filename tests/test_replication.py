@@ -1,6 +1,9 @@
+from dataclasses import replace
+
 from recourse.benchmark.replication import replications, summarise
 from recourse.benchmark.rows import FamilyRow
 from recourse.benchmark.run import BenchmarkResult
+from recourse.benchmark.sweep import SweepPoint
 from scripts.replicate import main
 
 
@@ -43,3 +46,17 @@ def test_the_script_prints_the_claims_and_writes_every_comparison(tmp_path, caps
     assert "| cfq-qat − ptq-int4 | all | vd | -2 [-3, -1] | -2.5 [-3.5, -1] | yes | yes |" in out
     record = json.loads((tmp_path / "r.json").read_text())
     assert record["summary"]["claims_held"] == 1 and len(record["values"]) == 2
+
+
+def test_the_sweep_values_are_compared_margin_by_margin():
+    def point(margin: float, vd: float, interval: tuple[float, float]) -> SweepPoint:
+        return SweepPoint(margin, 100.0, 0.01, 10, {"ptq-int4": {"vd": vd, "fa_75": 3.0}},
+                          {"ptq-int4": {"vd": list(interval)}})
+
+    first = replace(_run((5, 3, 7), (-2, -3, -1)), sweep=(point(0.0, 60, (50, 70)), point(1.0, 20, (15, 25))))
+    second = replace(first, sweep=(point(1.0, 30, (22, 37)), point(3.0, 0, (0, 0))))
+    swept = [d for d in replications(first, second) if d.group.startswith("margin")]
+    # margin 0 and 3 are in one run only; fa_75 has no interval
+    assert [(d.family, d.group, d.metric, d.first, d.second) for d in swept] == [
+        ("ptq-int4", "margin 1", "vd", (20.0, 15.0, 25.0), (30.0, 22.0, 37.0))]
+    assert not swept[0].second_inside_first and summarise(replications(first, second)).claims == 1  # not a claim

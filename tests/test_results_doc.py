@@ -6,12 +6,13 @@ import json
 import pytest
 
 from recourse.benchmark import BenchmarkResult
+from recourse.benchmark.replication import replications, summarise
 from recourse.checkpoints import read_config
 from recourse.paths import assets_dir, project_root, teacher_dir
 from recourse.render.benchmark import markdown_report
 from scripts import results_doc
 
-BENCHMARKS = ("benchmark", "benchmark-val-sweep")
+BENCHMARKS = ("benchmark", "benchmark-second", "benchmark-val-sweep")
 
 
 def test_results_page_is_generated_from_the_assets():
@@ -54,7 +55,8 @@ def test_a_changed_asset_makes_the_page_stale(tmp_path, monkeypatch):
     record = json.loads((assets_dir() / "benchmark.json").read_text())
     record["rows"][1]["acc"] = 12.34
     (tmp_path / "assets" / "benchmark.json").write_text(json.dumps(record))
-    (tmp_path / "assets" / "benchmark-val-sweep.json").write_text((assets_dir() / "benchmark-val-sweep.json").read_text())
+    for name in ("benchmark-second.json", "benchmark-val-sweep.json", "benchmark-replication.json"):
+        (tmp_path / "assets" / name).write_text((assets_dir() / name).read_text())
     monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
     page = results_doc.render()
     assert "| ptq-int8 | 12.34 |" in page and page != committed
@@ -74,3 +76,14 @@ def test_the_replication_section_lists_the_first_runs_claims(monkeypatch):
     assert "Tasks 0–179 against tasks 180–359" in text and "The first run makes 1 claims" in text
     assert "| cfq-qat − ptq-int4 | VD | -2.0 [-3.0, -1.0] | +0.5 [-0.5, 1.5] | no | **no** |" in text
     assert text.count("| cfq-qat") == 1  # a family's own value is not a claim
+
+
+def test_the_committed_replication_compares_the_two_committed_runs():
+    record = json.loads((assets_dir() / "benchmark-replication.json").read_text())
+    assert (record["first"]["file"], record["second"]["file"]) == ("assets/benchmark.json", "assets/benchmark-second.json")
+    first, second = (BenchmarkResult.from_dict(json.loads((project_root() / record[run]["file"]).read_text()))
+                     for run in ("first", "second"))
+    assert (record["first"]["first_task"], record["second"]["first_task"]) == (0, first.n)  # disjoint tasks
+    found = replications(first, second)
+    assert record["values"] == json.loads(json.dumps([d.to_dict() for d in found]))
+    assert record["summary"] == summarise(found).to_dict()

@@ -3,6 +3,8 @@ each paired difference of the first run (a family against a reference), per attr
 group and metric, is checked against the second run's: is each run's value inside the
 other's 95% interval, and does a difference whose interval excludes zero in the first run
 exclude it, with the same sign, in the second? Those differences are the first run's claims.
+The margin sweep's values (each model's VD and false acceptance at each margin, group
+``"margin m"``) are compared too; they are values, not claims.
 
 Two independent runs with 95% intervals put each other's value inside their interval about
 83% of the time when all is well (not 95%: both values vary), so a single miss is not yet a
@@ -82,6 +84,25 @@ def replications(first: BenchmarkResult, second: BenchmarkResult) -> list[Replic
                     if _complete(value) and _complete(other):
                         found.append(Replicated(family.family, reference, group, metric,
                                                 tuple(map(float, value)), tuple(map(float, other))))
+    return found + _sweep_replications(first, second)
+
+
+def _sweep_replications(first: BenchmarkResult, second: BenchmarkResult) -> list[Replicated]:
+    """Each model's sweep values at each margin both runs swept, where both have intervals."""
+    theirs = {point.margin: point for point in second.sweep}
+    found = []
+    for point in first.sweep:
+        other = theirs.get(point.margin)
+        if other is None:
+            continue
+        for name, values in point.students.items():
+            for metric, value in values.items():
+                mine = [value, *point.intervals.get(name, {}).get(metric, (None, None))]
+                their = [other.students.get(name, {}).get(metric),
+                         *other.intervals.get(name, {}).get(metric, (None, None))]
+                if _complete(mine) and _complete(their):
+                    found.append(Replicated(name, "", f"margin {point.margin:g}", metric, tuple(map(float, mine)),
+                                            tuple(map(float, their))))
     return found
 
 
