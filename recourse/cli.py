@@ -118,7 +118,7 @@ def _counterfactual_config(args: argparse.Namespace, base=None):
     from recourse.generation import CounterfactualConfig
 
     names = ("steps", "noise_level", "guidance_scale", "seed", "margin", "cone_degrees", "finish_steps",
-             "finish_learning_rate")
+             "finish_learning_rate", "stop_search")
     values = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
     return replace(base if base is not None else CounterfactualConfig(), **values)
 
@@ -270,6 +270,8 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--finish-steps", type=int, help="most editing steps (default 120)")
         sub.add_argument("--finish-learning-rate", type=finite_float,
                          help="L2 length of one editing step in [0, 1] pixel units (default 0.3)")
+        sub.add_argument("--stop-search", choices=("interpolate", "bisect"),
+                         help="how the margin crossing between the last two steps is found (default interpolate)")
         sub.add_argument("--seed", type=int)
 
     train = commands.add_parser("train-classifier", help="train the classifier, the oracle, the robust judge or the robust guide")

@@ -29,6 +29,8 @@ ACCURACY_COMMANDS = (
 QUALITY = (("test", "counterfactual-quality-test.json"), ("val", "counterfactual-quality-val.json"))
 BENCHMARKS = (("test", "benchmark.json"), ("test, a second run on other faces", "benchmark-second.json"),
               ("validation: the margin sweep that chose the table's margin", "benchmark-val-sweep.json"))
+STABILITY = (("The default stop, interpolated between the last two steps", "stability-test.json"),
+             ("The bisected stop (`--stop-search bisect`)", "stability-test-bisect.json"))
 METRIC_NAMES = {"vd": ("VD", "lower", 1), "fa_75": ("FA¾", "lower", 1), "logit_gap": ("|Δlogit|", "lower", 2),
                 "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
 
@@ -180,11 +182,12 @@ def judge_section() -> list[str]:
 
 
 def stability_section() -> list[str]:
-    record = _load("stability-test.json")
-    if record is None:
-        return ["## Stability of per-image numbers", "", "_No stability-test.json in assets/results/ yet._", ""]
+    return ["## Stability of per-image numbers", "", *_sections(STABILITY, stability_table)]
+
+
+def stability_table(title: str, name: str, record: dict) -> list[str]:
     crg, dirsim = record["crg_change"], record["dirsim_change"]
-    return ["## Stability of per-image numbers", "", "```bash", record["command"], "```", "",
+    return [f"### {title}", "", "```bash", record["command"], "```", "",
             f"{record['tasks']} {record['split']} tasks, `{record['variant']}` against the classifier, one pixel "
             f"moved by 1/255 ({record['defined_both_times']} tasks defined both times, {record['seconds']:.0f} s):", "",
             "| | median | 90th percentile | max | share within the bound |", "|---|---:|---:|---:|---:|",

@@ -112,3 +112,30 @@ def test_a_minimal_recourse_is_valid_even_where_the_logit_bends(tiny_generator):
                       tiny_generator)
     assert bool(result.valid.all())
     assert (torch.logit(result.probability_after) < 0.05).all()  # and still at the boundary, not past it
+
+
+class Staircase(torch.nn.Module):
+    """A fake-quantized model's logit: 40 · (brightness − 0.5) rounded down to whole levels,
+    with the straight-through gradient of the unrounded line."""
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        line = 40 * (images.mean(dim=(1, 2, 3)) - 0.5)
+        return (line + (torch.floor(line) - line).detach()).unsqueeze(1).expand(-1, 40)
+
+
+@pytest.mark.parametrize("start", [0.30, 0.4, 0.4 + 1 / 255])
+def test_the_bisected_stop_lands_on_the_staircase_edge(tiny_generator, start):
+    # the logit first reaches margin 1 at brightness 0.525, wherever the edit starts
+    image = torch.full((1, 3, 16, 16), start)
+    bisected = generate(image, Staircase(), "Smiling", 1, dataclasses.replace(EDIT, stop_search="bisect"),
+                        tiny_generator)
+    assert bool(bisected.valid.all())
+    assert float(bisected.images.mean()) == pytest.approx(0.525, abs=2e-4)
+    interpolated = generate(image, Staircase(), "Smiling", 1, EDIT, tiny_generator)
+    # interpolating between the levels at the last two steps misses the edge
+    assert abs(float(interpolated.images.mean()) - 0.525) > 1e-3
+
+
+def test_an_unknown_stop_search_is_refused():
+    with pytest.raises(ValueError, match="stop_search must be one of interpolate, bisect"):
+        CounterfactualConfig(stop_search="newton")

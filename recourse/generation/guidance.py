@@ -12,9 +12,13 @@ generator's face basis keeps it a face:
 2. editing steps of fixed L2 length on ``x' = x + δ``: the guiding model's gradient towards
    the target, restricted to the generator's face basis, is turned into the cone of
    ``cone_degrees`` around the guide's gradient (towards the target while keeping the
-   guide's other 39 attributes). Each sample stops where its logit crosses ``margin``,
-   interpolated between the last two steps, so the result is a continuous function of the
-   input: a 1/255 change of a pixel moves it by about as much.
+   guide's other 39 attributes). Each sample stops where its logit crosses ``margin``
+   between the last two steps, so the result is a continuous function of the input: a
+   1/255 change of a pixel moves it by about as much. ``stop_search`` says how that point
+   is found: ``"interpolate"`` (linear in the logits at the two steps, the default) or
+   ``"bisect"`` (halving the segment on the model itself). A fake-quantized model's logit
+   is a staircase, so the interpolated point can jump by a quantization level's share of a
+   step when a pixel moves; the bisected one follows the staircase's edge.
 
 Only the guiding model's outputs and gradients decide when to stop, so any ``nn.Module``
 returning 40 logits can guide, a fake-quantized twin included; the guide is the same for
@@ -42,6 +46,8 @@ MAX_STEPS = 1000  # DDIM steps and editing steps (the defaults are 20 and 120)
 MAX_WEIGHT = 10_000.0  # guidance scale and loss weights (the defaults are 5 to 40)
 MAX_MARGIN = 50.0  # logits; a sigmoid is 1 - 2e-22 there
 MAX_SEED = 2**32 - 1
+STOP_SEARCHES = ("interpolate", "bisect")
+STOP_HALVINGS = 12  # the bisected stop is within 1/4096 of a step of the crossing
 
 
 @dataclass(frozen=True)
@@ -58,6 +64,7 @@ class CounterfactualConfig:
     preserve_weight: float = 5.0  # weight of keeping the other 39 attributes (model in stage 1, guide in 2)
     cone_degrees: float = 15.0  # largest angle between an editing step and the guide's gradient
     seed: int = 0
+    stop_search: str = "interpolate"  # how the crossing between the last two steps is found: STOP_SEARCHES
 
     def __post_init__(self) -> None:
         # Bounds far past any useful setting, so that a typo or a hostile request cannot buy
@@ -73,6 +80,8 @@ class CounterfactualConfig:
         check_float("preserve_weight", self.preserve_weight, 0.0, MAX_WEIGHT)
         check_float("cone_degrees", self.cone_degrees, 0.0, 90.0)
         check_int("seed", self.seed, 0, MAX_SEED)
+        if self.stop_search not in STOP_SEARCHES:
+            raise ValueError(f"stop_search must be one of {', '.join(STOP_SEARCHES)}, got {self.stop_search!r}")
 
 
 @dataclass(frozen=True)
@@ -179,8 +188,12 @@ def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index
         if bool(crossed.any()):
             reached = delta.detach()
             if last_delta is not None:
-                share = (last_gap / (last_gap - gap).clamp_min(1e-12)).clamp(0, 1).view(per_sample)
-                reached = _valid_stop(images, last_delta + share * (reached - last_delta), reached, model, index, sign)
+                if config.stop_search == "bisect":
+                    crossing = _bisected_crossing(images, last_delta, reached, model, index, sign, config.margin)
+                else:
+                    share = (last_gap / (last_gap - gap).clamp_min(1e-12)).clamp(0, 1).view(per_sample)
+                    crossing = last_delta + share * (reached - last_delta)
+                reached = _valid_stop(images, crossing, reached, model, index, sign)
             result[crossed] = reached[crossed]
             done |= crossed
         if bool(done.all()) or step == config.finish_steps:
@@ -199,6 +212,20 @@ def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index
         delta = delta.detach() + config.finish_learning_rate * moving * direction.view_as(delta)
     result[~done] = delta.detach()[~done]  # not past the margin within the steps: the last edit
     return (images + result).clamp(0, 1)
+
+
+@torch.no_grad()
+def _bisected_crossing(images: torch.Tensor, start: torch.Tensor, end: torch.Tensor, model: nn.Module, index: int,
+                       sign: torch.Tensor, margin: float, halvings: int = STOP_HALVINGS) -> torch.Tensor:
+    """A point of the segment ``start → end`` (edits δ, below the margin at ``start`` and
+    past it at ``end``) where ``sign · logit`` reaches ``margin``, to within
+    ``1 / 2**halvings`` of the segment: each halving keeps one end on either side."""
+    low, high = start, end
+    for _ in range(halvings):
+        middle = (low + high) / 2
+        reached = (sign * model((images + middle).clamp(0, 1))[:, index] >= margin).view(-1, *[1] * (images.ndim - 1))
+        low, high = torch.where(reached, low, middle), torch.where(reached, middle, high)
+    return high
 
 
 @torch.no_grad()
