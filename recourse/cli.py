@@ -17,6 +17,7 @@ from recourse import __version__
 from recourse.checkpoints import CheckpointError, load_classifier, read_config, update_config
 from recourse.compression import METHODS
 from recourse.data import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, QUALITY_ATTRIBUTES, SPLITS, DatasetError, LabelledImages, detect_layout, load_framed_split
+from recourse.generation import STOP_SEARCHES
 from recourse.paths import (
     DEFAULT_CACHE, checkpoints_dir, generator_dir, guide_dir, judge_dir, oracle_dir, shown, teacher_dir, variants_dir,
 )
@@ -270,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--finish-steps", type=int, help="most editing steps (default 120)")
         sub.add_argument("--finish-learning-rate", type=finite_float,
                          help="L2 length of one editing step in [0, 1] pixel units (default 0.3)")
-        sub.add_argument("--stop-search", choices=("interpolate", "bisect"),
+        sub.add_argument("--stop-search", choices=STOP_SEARCHES,
                          help="how the margin crossing between the last two steps is found (default interpolate)")
         sub.add_argument("--seed", type=int)
 

@@ -40,8 +40,8 @@ def main(argv: list[str] | None = None) -> int:
         if d.reference and d.claim and d.group == "all":
             print(f"| {d.family} − {d.reference} | {d.group} | {d.metric} | {_shown(d.first)} | {_shown(d.second)} "
                   f"| {'yes' if d.second_inside_first else 'no'} | {'yes' if d.held else 'no'} |")
-    print(f"\ncompared {summary.compared} values (family values, paired differences and the sweep): the second run's value is "
-          f"inside the first's interval for {summary.second_inside_first}, the first's inside the second's for "
+    print(f"\ncompared {summary.compared} values (family values, paired differences and the sweep): the second "
+          f"run's value is inside the first's interval for {summary.second_inside_first}, the first's inside the second's for "
           f"{summary.first_inside_second}")
     print(f"claims of the first run (paired intervals excluding 0): {summary.claims}; held in the second run: "
           f"{summary.claims_held}; second run's value inside the first's interval: {summary.claims_second_inside_first}")

@@ -221,7 +221,8 @@ def replication_section() -> list[str]:
              f"{record['second']['first_task'] + record['second']['n'] - 1}. Of {summary['compared']} values "
              f"(each family's metrics and paired differences in every attribute group, and each model's sweep "
              f"values), the second run's value is inside the first run's 95% interval for "
-             f"{summary['second_inside_first']} and the first's inside the second's for {summary['first_inside_second']} (about 83% is expected of two independent runs). "
+             f"{summary['second_inside_first']} and the first's inside the second's for "
+             f"{summary['first_inside_second']} (about 83% is expected of two independent runs). "
              f"The first run makes {summary['claims']} claims (paired differences whose interval excludes zero); "
              f"{summary['claims_held']} hold in the second run (its interval excludes zero on the same side), and "
              f"for {summary['claims_second_inside_first']} the second run's value is inside the first's interval.",

@@ -22,7 +22,7 @@ from pathlib import Path
 import torch
 
 from recourse.data import DEFAULT_ATTRIBUTES, load_framed_split, to_float_images
-from recourse.generation import CounterfactualConfig, default_generator, generate
+from recourse.generation import STOP_SEARCHES, CounterfactualConfig, default_generator, generate
 from recourse.models import load_student, load_teacher
 from recourse.paired import flip_targets, paired_recourse
 
@@ -58,7 +58,7 @@ def main() -> None:
     parser.add_argument("--variant", default="ptq-int4")
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--margin", type=float, help="default: the generation default")
-    parser.add_argument("--stop-search", choices=("interpolate", "bisect"), help="default: the generation default")
+    parser.add_argument("--stop-search", choices=STOP_SEARCHES, help="default: the generation default")
     parser.add_argument("--json")
     args = parser.parse_args()
     started = time.time()

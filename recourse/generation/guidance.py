@@ -214,18 +214,23 @@ def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index
     return (images + result).clamp(0, 1)
 
 
-@torch.no_grad()
-def _bisected_crossing(images: torch.Tensor, start: torch.Tensor, end: torch.Tensor, model: nn.Module, index: int,
-                       sign: torch.Tensor, margin: float, halvings: int = STOP_HALVINGS) -> torch.Tensor:
-    """A point of the segment ``start → end`` (edits δ, below the margin at ``start`` and
-    past it at ``end``) where ``sign · logit`` reaches ``margin``, to within
-    ``1 / 2**halvings`` of the segment: each halving keeps one end on either side."""
-    low, high = start, end
+def _halve(low: torch.Tensor, high: torch.Tensor, reached, halvings: int) -> torch.Tensor:
+    """Per sample, the end of a segment of edits ``low → high`` (``reached`` false at ``low``,
+    true at ``high``) after ``halvings`` halvings, each keeping one end on either side."""
     for _ in range(halvings):
         middle = (low + high) / 2
-        reached = (sign * model((images + middle).clamp(0, 1))[:, index] >= margin).view(-1, *[1] * (images.ndim - 1))
-        low, high = torch.where(reached, low, middle), torch.where(reached, middle, high)
+        hit = reached(middle).view(-1, *[1] * (middle.ndim - 1))
+        low, high = torch.where(hit, low, middle), torch.where(hit, middle, high)
     return high
+
+
+@torch.no_grad()
+def _bisected_crossing(images: torch.Tensor, start: torch.Tensor, end: torch.Tensor, model: nn.Module, index: int,
+                       sign: torch.Tensor, margin: float) -> torch.Tensor:
+    """Where ``sign · logit`` reaches ``margin`` on the segment ``start → end`` (edits δ, below
+    the margin at ``start`` and past it at ``end``), to 1/2**STOP_HALVINGS of the segment."""
+    past = lambda delta: sign * model((images + delta).clamp(0, 1))[:, index] >= margin  # noqa: E731
+    return _halve(start, end, past, STOP_HALVINGS)
 
 
 @torch.no_grad()
@@ -237,12 +242,7 @@ def _valid_stop(images: torch.Tensor, interpolated: torch.Tensor, end: torch.Ten
     decided = lambda delta: (model((images + delta).clamp(0, 1))[:, index] >= 0) == (sign > 0)  # noqa: E731
     if bool(decided(interpolated).all()):
         return interpolated
-    low, high = interpolated, end
-    for _ in range(halvings):
-        middle = (low + high) / 2
-        valid = decided(middle).view(-1, *[1] * (images.ndim - 1))
-        low, high = torch.where(valid, low, middle), torch.where(valid, middle, high)
-    return high
+    return _halve(interpolated, end, decided, halvings)
 
 
 def generate(
