@@ -154,10 +154,17 @@ class StudentRecourse:
 
 def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor,
                      teacher_counterfactuals: torch.Tensor, student: Student, config: CounterfactualConfig,
-                     generator: FaceGenerator | None, seeds: tuple[int, ...]) -> StudentRecourse:
-    """``x'_g`` for images ``(N, 3, H, W)`` and the student's view of the teacher's ``x'_f``."""
+                     generator: FaceGenerator | None, seeds: tuple[int, ...],
+                     stop_on_decider: bool = True) -> StudentRecourse:
+    """``x'_g`` for images ``(N, 3, H, W)`` and the student's view of the teacher's ``x'_f``.
+
+    The twin's gradients guide ``x'_g``; with ``stop_on_decider`` the integer decider says
+    where it stops, so that at margin 0 the student's own recourse is valid for the model
+    that decides; the twin's boundary can sit a rounding step from the decider's
+    (``docs/guide.md``, compression)."""
     index = attribute_index(attribute)
-    own = generate(images, student.twin, attribute, targets, config, generator, seeds)
+    decider = student.decider if stop_on_decider and student.kind == "integer" else None
+    own = generate(images, student.twin, attribute, targets, config, generator, seeds, decider=decider)
     on_teacher, partial = boundary_logits(student.decider, images, teacher_counterfactuals, attribute)
     with torch.no_grad():
         on_own = student.decider(own.images)[:, index]

@@ -10,6 +10,7 @@ import torch
 
 from recourse.generation import CounterfactualConfig, generate
 from recourse.generation.guidance import cone_projection
+from recourse.paired import Student, student_recourse
 from tests.conftest import BrightnessModel, tiny_classifier
 
 EDIT = CounterfactualConfig(finish_steps=200, finish_learning_rate=0.2, margin=1.0)
@@ -115,11 +116,15 @@ def test_a_minimal_recourse_is_valid_even_where_the_logit_bends(tiny_generator):
 
 
 class Staircase(torch.nn.Module):
-    """A fake-quantized model's logit: 40 · (brightness − 0.5) rounded down to whole levels,
+    """A fake-quantized model's logit: 40 · (brightness − edge) rounded down to whole levels,
     with the straight-through gradient of the unrounded line."""
 
+    def __init__(self, edge: float = 0.5) -> None:
+        super().__init__()
+        self.edge = edge
+
     def forward(self, images: torch.Tensor) -> torch.Tensor:
-        line = 40 * (images.mean(dim=(1, 2, 3)) - 0.5)
+        line = 40 * (images.mean(dim=(1, 2, 3)) - self.edge)
         return (line + (torch.floor(line) - line).detach()).unsqueeze(1).expand(-1, 40)
 
 
@@ -139,3 +144,33 @@ def test_the_bisected_stop_lands_on_the_staircase_edge(tiny_generator, start):
 def test_an_unknown_stop_search_is_refused():
     with pytest.raises(ValueError, match="stop_search must be one of interpolate, bisect"):
         CounterfactualConfig(stop_search="newton")
+
+
+@pytest.mark.parametrize("stop_search", ["interpolate", "bisect"])
+def test_switching_off_at_margin_0_does_not_stop_on_a_logit_of_exactly_0(tiny_generator, stop_search):
+    # a quantized logit lands on 0 exactly; the decision there is 1, so "off" must go one level further
+    bright = torch.full((1, 3, 16, 16), 0.6)
+    config = dataclasses.replace(EDIT, margin=0.0, stop_search=stop_search)
+    result = generate(bright, Staircase(), "Smiling", 0, config, tiny_generator)
+    assert bool(result.valid.all())
+    assert float(torch.logit(result.probability_after)) == pytest.approx(-1.0)  # the first level below 0
+
+
+def test_the_deciding_model_says_where_the_twins_edit_stops(tiny_generator):
+    # the twin (smooth) decides 1 from brightness 0.5; the integer decider a rounding step later, from 0.51
+    twin, decider = BrightnessModel(), Staircase(edge=0.51)
+    dark = torch.full((1, 3, 16, 16), 0.4)
+    config = dataclasses.replace(EDIT, margin=0.0, stop_search="bisect")
+    on_twin = generate(dark, twin, "Smiling", 1, config, tiny_generator)
+    assert float(on_twin.images.mean()) == pytest.approx(0.5, abs=2e-4)
+    on_decider = generate(dark, twin, "Smiling", 1, config, tiny_generator, decider=decider)
+    assert float(on_decider.images.mean()) == pytest.approx(0.51, abs=2e-4)
+    assert bool(on_decider.valid.all()) and float(on_decider.probability_after) >= 0.5
+    # a student's own recourse stops where its decider flips, so it is valid for the model that decides
+    student = Student("int", twin=twin, decider=decider)
+    target = torch.ones(1, dtype=torch.long)
+    kept = student_recourse(dark, "Smiling", target, on_twin.images, student, config, tiny_generator, (0,))
+    assert bool(kept.valid.all())
+    on_the_twins_stop = student_recourse(dark, "Smiling", target, on_twin.images, student, config, tiny_generator,
+                                         (0,), stop_on_decider=False)
+    assert not bool(on_the_twins_stop.valid.any())

@@ -22,7 +22,9 @@ generator's face basis keeps it a face:
 
 Only the guiding model's outputs and gradients decide when to stop, so any ``nn.Module``
 returning 40 logits can guide, a fake-quantized twin included; the guide is the same for
-every model audited, so divergent counterfactuals measure the models, not the prior.
+every model audited, so divergent counterfactuals measure the models, not the prior. A
+``decider`` (a compressed model's integer kernels) can take over the stop: the twin gives
+the gradients, and the model whose decisions count says where its decision flips.
 The judge (``docs/metrics.md``) never enters here.
 """
 
@@ -150,9 +152,10 @@ def cone_projection(direction: torch.Tensor, axis: torch.Tensor, degrees: float)
 
 
 def edit_towards(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
-                 config: CounterfactualConfig, generator: FaceGenerator) -> torch.Tensor:
+                 config: CounterfactualConfig, generator: FaceGenerator, decider: nn.Module | None = None) -> torch.Tensor:
     """Stage 2: ``images + δ`` with δ grown from ``start`` by steps of L2 length
-    ``finish_learning_rate`` until ``sign · logit`` of ``model`` crosses ``margin``.
+    ``finish_learning_rate`` until ``sign · logit`` of ``decider`` (default ``model``) crosses
+    ``margin``; the steps follow ``model``'s gradient.
 
     One image at a time: a network's arithmetic differs in the last bits between batch
     sizes, and a path of a hundred gradient steps through ReLU kinks can grow such a
@@ -160,11 +163,11 @@ def edit_towards(images: torch.Tensor, start: torch.Tensor, model: nn.Module, in
     image is copied to memory of its own: a slice's offset changes the alignment, and with
     it the vector kernels and the last bits."""
     return torch.cat([_edit_one(images[i:i + 1].clone(), start[i:i + 1].clone(), model, index, sign[i:i + 1],
-                                config, generator) for i in range(len(images))])
+                                config, generator, decider) for i in range(len(images))])
 
 
 def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
-              config: CounterfactualConfig, generator: FaceGenerator) -> torch.Tensor:
+              config: CounterfactualConfig, generator: FaceGenerator, decider: nn.Module | None) -> torch.Tensor:
     guide = getattr(generator, "guide", None)
     others = torch.ones(40, dtype=torch.bool)
     others[index] = False
@@ -173,6 +176,7 @@ def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index
         with torch.no_grad():
             guide_before = torch.sigmoid(guide(images))[:, others]
     per_sample = (-1, *[1] * (images.ndim - 1))
+    stopper = decider if decider is not None else model
     delta = start
     last_delta, last_gap = None, None
     result = torch.zeros_like(images)
@@ -183,17 +187,20 @@ def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index
         gap = sign * model(candidate)[:, index] - config.margin
         direction, = torch.autograd.grad(gap.sum(), delta)
         gap = gap.detach()
+        if decider is not None:
+            with torch.no_grad():
+                gap = sign * decider(candidate.detach())[:, index] - config.margin
         # where the logit crossed the margin, stop exactly there, between the last two steps
-        crossed = ~done & (gap >= 0)
+        crossed = ~done & past_margin(gap, sign)
         if bool(crossed.any()):
             reached = delta.detach()
             if last_delta is not None:
                 if config.stop_search == "bisect":
-                    crossing = _bisected_crossing(images, last_delta, reached, model, index, sign, config.margin)
+                    crossing = _bisected_crossing(images, last_delta, reached, stopper, index, sign, config.margin)
                 else:
                     share = (last_gap / (last_gap - gap).clamp_min(1e-12)).clamp(0, 1).view(per_sample)
                     crossing = last_delta + share * (reached - last_delta)
-                reached = _valid_stop(images, crossing, reached, model, index, sign)
+                reached = _valid_stop(images, crossing, reached, stopper, index, sign)
             result[crossed] = reached[crossed]
             done |= crossed
         if bool(done.all()) or step == config.finish_steps:
@@ -214,6 +221,14 @@ def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index
     return (images + result).clamp(0, 1)
 
 
+def past_margin(gap: torch.Tensor, sign: torch.Tensor) -> torch.Tensor:
+    """Whether ``gap = sign · logit − margin`` is past the margin, on the decision's side: a
+    decision is 1 at logit 0 (``docs/metrics.md``), so switching off needs ``logit < −margin``
+    while switching on needs ``logit ≥ margin``. A quantized model's logit is exactly 0 often
+    enough that ``gap ≥ 0`` left its recourse at margin 0 undecided."""
+    return (gap > 0) | ((gap == 0) & (sign > 0))
+
+
 def _halve(low: torch.Tensor, high: torch.Tensor, reached, halvings: int) -> torch.Tensor:
     """Per sample, the end of a segment of edits ``low → high`` (``reached`` false at ``low``,
     true at ``high``) after ``halvings`` halvings, each keeping one end on either side."""
@@ -229,7 +244,7 @@ def _bisected_crossing(images: torch.Tensor, start: torch.Tensor, end: torch.Ten
                        sign: torch.Tensor, margin: float) -> torch.Tensor:
     """Where ``sign · logit`` reaches ``margin`` on the segment ``start → end`` (edits δ, below
     the margin at ``start`` and past it at ``end``), to 1/2**STOP_HALVINGS of the segment."""
-    past = lambda delta: sign * model((images + delta).clamp(0, 1))[:, index] >= margin  # noqa: E731
+    past = lambda delta: past_margin(sign * model((images + delta).clamp(0, 1))[:, index] - margin, sign)  # noqa: E731
     return _halve(start, end, past, STOP_HALVINGS)
 
 
@@ -253,6 +268,7 @@ def generate(
     config: CounterfactualConfig = CounterfactualConfig(),
     generator: FaceGenerator | None = None,
     seeds: tuple[int, ...] | None = None,
+    decider: nn.Module | None = None,
 ) -> CounterfactualResult:
     """Counterfactuals of ``images`` (``(B, 3, H, W)`` in [0, 1]) that ``model`` decides as
     ``target`` on ``attribute``. ``model`` is any module returning 40 logits; it is only read.
@@ -260,6 +276,11 @@ def generate(
     ``generator`` defaults to the committed one (loaded once). Each sample's noise comes
     from ``seeds[i]`` (default ``config.seed + i``), so the same task gives the same
     counterfactual for any guiding model, batch or order.
+
+    ``decider`` (default ``model``) is the model whose decisions count, e.g. a compressed
+    variant's integer kernels beside its differentiable twin: it says where each edit stops
+    and whether it is valid, so that the stop is not on the twin's side of a boundary the
+    decider puts a rounding step away.
     """
     index = attribute_index(attribute)
     generator = generator if generator is not None else default_generator()
@@ -277,7 +298,7 @@ def generate(
 
     with torch.no_grad():
         all_before = torch.sigmoid(model(images))
-        probability_before = all_before[:, index]
+        probability_before = all_before[:, index] if decider is None else torch.sigmoid(decider(images)[:, index])
         z0 = generator.encode(images)
         reconstruction = generator.decode(z0)
     others = torch.ones(40, dtype=torch.bool)
@@ -324,9 +345,9 @@ def generate(
     # (2) editing steps in the face basis, turned towards the guide, stopping at the margin
     with torch.no_grad():
         start = edit(latents) if timesteps else images
-    counterfactuals = edit_towards(images, start - images, model, index, sign, config, generator)
+    counterfactuals = edit_towards(images, start - images, model, index, sign, config, generator, decider)
     with torch.no_grad():
-        logits_after = model(counterfactuals)[:, index]
+        logits_after = (decider if decider is not None else model)(counterfactuals)[:, index]
         probability_after = torch.sigmoid(logits_after)
     model.train(was_training)
     return CounterfactualResult(
