@@ -41,7 +41,9 @@ def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str) -
     config = CounterfactualConfig()
     targets = flip_targets(teacher, faces, attribute)
     full = generate(faces, teacher, attribute, targets, config, generator)
-    quantized = generate(faces, student.twin, attribute, targets, config, generator)
+    # the twin guides, the integer model decides where the student's edit stops (as in an audit)
+    decider = student.decider if student.kind == "integer" else None
+    quantized = generate(faces, student.twin, attribute, targets, config, generator, decider=decider)
     caption, gap = 30, 4
     columns = ("original", "full precision", variant, "difference fp", f"difference {variant}")
     width = len(columns) * (PANEL + gap)

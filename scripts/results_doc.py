@@ -30,7 +30,10 @@ QUALITY = (("test", "counterfactual-quality-test.json"), ("val", "counterfactual
 BENCHMARKS = (("test", "benchmark.json"), ("test, a second run on other faces", "benchmark-second.json"),
               ("validation: the margin sweep that chose the table's margin", "benchmark-val-sweep.json"))
 STABILITY = (("The default stop, interpolated between the last two steps", "stability-test.json"),
-             ("The bisected stop (`--stop-search bisect`)", "stability-test-bisect.json"))
+             ("The bisected stop (`--stop-search bisect`)", "stability-test-bisect.json"),
+             ("The app's audits: margin 0, the default stop", "stability-test-margin0.json"),
+             ("Margin 0 with the bisected stop (no better there: audits keep the default)",
+              "stability-test-margin0-bisect.json"))
 METRIC_NAMES = {"vd": ("VD", "lower", 1), "fa_75": ("FA¾", "lower", 1), "logit_gap": ("|Δlogit|", "lower", 2),
                 "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
 
