@@ -152,7 +152,8 @@ def cone_projection(direction: torch.Tensor, axis: torch.Tensor, degrees: float)
 
 
 def edit_towards(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
-                 config: CounterfactualConfig, generator: FaceGenerator, decider: nn.Module | None = None) -> torch.Tensor:
+                 config: CounterfactualConfig, generator: FaceGenerator,
+                 decider: nn.Module | None = None) -> torch.Tensor:
     """Stage 2: ``images + δ`` with δ grown from ``start`` by steps of L2 length
     ``finish_learning_rate`` until ``sign · logit`` of ``decider`` (default ``model``) crosses
     ``margin``; the steps follow ``model``'s gradient.
