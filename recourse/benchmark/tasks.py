@@ -127,9 +127,9 @@ def student_part(images: torch.Tensor, first_task: int, teacher: dict[str, torch
         result = student_recourse(images[rows], attribute, teacher["target"][rows].long(),
                                   teacher["counterfactuals"][rows], student, settings.counterfactual, generator,
                                   _seeds(settings, first_task, rows),
-                                  # the committed runs (margin 2, where twin and decider agree on the
-                                  # student's own recourse for 99.4% of tasks) stopped on the twin; the
-                                  # next re-make of both runs switches this with the generator
+                                  # the committed runs (margin 2, where the student's own recourse
+                                  # stopped on the twin is valid for its decider on 98.3-100% of tasks
+                                  # per variant) stopped on the twin; their next re-make switches this
                                   stop_on_decider=False)
         for position, k in enumerate(rows):
             records[k] = {"accepts_teacher": bool(result.accepts_teacher[position]),

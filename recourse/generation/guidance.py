@@ -240,13 +240,18 @@ def _halve(low: torch.Tensor, high: torch.Tensor, reached, halvings: int) -> tor
     return high
 
 
+def _past(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, margin: float):
+    """Whether the edit ``δ`` puts ``model`` past ``margin`` (per sample): at margin 0, whether
+    its decision is the target."""
+    return lambda delta: past_margin(sign * model((images + delta).clamp(0, 1))[:, index] - margin, sign)
+
+
 @torch.no_grad()
 def _bisected_crossing(images: torch.Tensor, start: torch.Tensor, end: torch.Tensor, model: nn.Module, index: int,
                        sign: torch.Tensor, margin: float) -> torch.Tensor:
     """Where ``sign · logit`` reaches ``margin`` on the segment ``start → end`` (edits δ, below
     the margin at ``start`` and past it at ``end``), to 1/2**STOP_HALVINGS of the segment."""
-    past = lambda delta: past_margin(sign * model((images + delta).clamp(0, 1))[:, index] - margin, sign)  # noqa: E731
-    return _halve(start, end, past, STOP_HALVINGS)
+    return _halve(start, end, _past(images, model, index, sign, margin), STOP_HALVINGS)
 
 
 @torch.no_grad()
@@ -255,7 +260,7 @@ def _valid_stop(images: torch.Tensor, interpolated: torch.Tensor, end: torch.Ten
     """The interpolated stop if the model's decision there is the target; otherwise (a logit
     that bends between two steps leaves a stop at margin 0 on the wrong side of the boundary)
     the first decided point towards the step's end, found by halving the segment."""
-    decided = lambda delta: (model((images + delta).clamp(0, 1))[:, index] >= 0) == (sign > 0)  # noqa: E731
+    decided = _past(images, model, index, sign, 0.0)
     if bool(decided(interpolated).all()):
         return interpolated
     return _halve(interpolated, end, decided, halvings)
