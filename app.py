@@ -32,7 +32,7 @@ from recourse.benchmark import BenchmarkResult
 from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, SPLITS, DatasetError, to_float_images
 from recourse.generation import CounterfactualConfig, default_generator
-from recourse.models import VARIANTS, load_teacher, variant_status
+from recourse.models import VARIANTS, load_judge, load_teacher, variant_status
 from recourse.paths import assets_dir
 from recourse.render.audit_html import (
     attribution_table, audit_record, evidence_table, predictions_chart, report_html, value_cards,
@@ -329,8 +329,12 @@ def load_models(log=print) -> None:
     another thread at that moment would fail, so nothing is loaded once requests are served.
     A variant that does not load is reported, not fatal."""
     started = time.perf_counter()
-    log("loading the full-precision classifier and the generator…")
+    log("loading the full-precision classifier, the robust judge and the generator…")
     load_teacher()
+    try:
+        load_judge()
+    except (CheckpointError, FileNotFoundError) as error:  # audits run without it; their cards say "no judge"
+        log(f"robust judge: not loaded ({_public(error)})")
     default_generator()
     for variant in VARIANTS:
         status = variant_status(variant)

@@ -8,7 +8,9 @@ following ``docs/metrics.md``:
 3. paired recourse (:mod:`recourse.paired`): ``x'_f`` and ``x'_g`` with the same seed, the
    three validities, both costs, ``CRG_i`` and ``DirSim_i``;
 4. IntegratedGradients (teacher vs twin) and Occlusion (teacher vs decider), with their
-   Spearman rank correlation and top-10% IoU.
+   Spearman rank correlation and top-10% IoU;
+5. the independent robust judge's view of both recourses: "valid" says that a model moved,
+   the judge says whether the attribute changed as a person would see it.
 
 :func:`audit_steps` yields after step 2 so that a UI can show predictions first;
 :func:`audit_image` runs it to the end.
@@ -30,6 +32,7 @@ from torch import nn
 
 from recourse import __version__
 from recourse.attribution import AttributionComparison, AttributionConfig, compare_maps, integrated_gradients, occlusion
+from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import CounterfactualConfig, FaceGenerator, default_generator
 from recourse.metrics import ImageRecourse
@@ -80,6 +83,44 @@ class Predictions:
 
 
 @dataclass(frozen=True)
+class JudgeView:
+    """The robust judge's ``p_a`` on the face and on both recourses (``docs/metrics.md``, judge FR).
+
+    Ordinary classifiers are moved by low-amplitude edits a person does not see; the judge,
+    adversarially trained, is not, so a valid recourse that leaves the judge's decision where
+    it was flipped the model without changing the face's attribute. Whether it "sees" the
+    change is counted only where it did not already decide the target on the face. It never
+    guides a counterfactual."""
+
+    target: int
+    on_face: float
+    on_teacher_counterfactual: float
+    on_student_counterfactual: float
+
+    @property
+    def counted(self) -> bool:
+        return (self.on_face >= 0.5) != bool(self.target)
+
+    def sees(self, probability: float) -> bool | None:
+        """Whether the judge decides the target on a recourse; None where it is not counted."""
+        return (probability >= 0.5) == bool(self.target) if self.counted else None
+
+    @property
+    def sees_teacher_change(self) -> bool | None:
+        return self.sees(self.on_teacher_counterfactual)
+
+    @property
+    def sees_student_change(self) -> bool | None:
+        return self.sees(self.on_student_counterfactual)
+
+    def to_dict(self) -> dict:
+        return {"on_face": round(self.on_face, 6),
+                "on_teacher_counterfactual": round(self.on_teacher_counterfactual, 6),
+                "on_student_counterfactual": round(self.on_student_counterfactual, 6), "counted": self.counted,
+                "sees_teacher_change": self.sees_teacher_change, "sees_student_change": self.sees_student_change}
+
+
+@dataclass(frozen=True)
 class AuditResult:
     """A whole audit. Images are ``(3, H, W)`` in [0, 1]; difference maps are ``x' − x``."""
 
@@ -92,6 +133,7 @@ class AuditResult:
     student_logits: dict[str, float]  # the student's logit of a on x, x'_f and x'_g
     recourse: ImageRecourse  # V_f(x'_f), V_g(x'_f), V_g(x'_g), costs, CRG_i, DirSim_i
     attributions: tuple[AttributionComparison, ...]
+    judge: JudgeView | None  # None where no judge applies (not committed, or another input size)
     settings: AuditSettings
     seed: int
     student_model: str  # "integer" or "twin": which form of the student made the decisions
@@ -100,7 +142,7 @@ class AuditResult:
 
     @property
     def verdict(self) -> str:
-        return verdict(self.recourse)
+        return verdict(self.recourse, self.judge, self.predictions.attribute)
 
     def to_dict(self) -> dict:
         """Every value of the audit (the pictures are added by :func:`recourse.render.audit_record`)."""
@@ -117,6 +159,7 @@ class AuditResult:
             "probabilities_after": {k: round(v, 6) for k, v in self.probabilities_after.items()},
             "student_logits": {k: round(v, 6) for k, v in self.student_logits.items()},
             "attributions": [a.to_dict() for a in self.attributions],
+            "judge": None if self.judge is None else self.judge.to_dict(),
             "student_model": self.student_model,
             "settings": self.settings.to_dict(), "seed": self.seed, "versions": self.versions,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
@@ -141,8 +184,40 @@ def _named(probabilities: torch.Tensor) -> dict[str, float]:
     return {name: round(float(p), 6) for name, p in zip(ATTRIBUTES, probabilities)}
 
 
-def verdict(recourse: ImageRecourse) -> str:
-    """The audit's outcome in plain words."""
+def verdict(recourse: ImageRecourse, judge: JudgeView | None = None, attribute: str = "the attribute") -> str:
+    """The audit's outcome in plain words: the two models, then what the robust judge sees."""
+    return _models_verdict(recourse) + judge_verdict(judge, recourse, attribute)
+
+
+def judge_verdict(judge: JudgeView | None, recourse: ImageRecourse, attribute: str) -> str:
+    """What the robust judge sees in the valid recourses, as a sentence ("" without a judge)."""
+    if judge is None:
+        return ""
+    name = attribute.replace("_", " ")
+    if not judge.counted:
+        state = "with" if judge.target else "without"
+        return (f" The robust judge already sees the face {state} {name} (p {judge.on_face:.2f}), so it cannot "
+                "tell whether the recourses change it.")
+    recourses = {"full-precision": (recourse.teacher_valid, judge.sees_teacher_change),
+                 "compressed": (recourse.student_valid, judge.sees_student_change)}
+    seen = [model for model, (valid, sees) in recourses.items() if valid and sees]
+    unseen = [model for model, (valid, sees) in recourses.items() if valid and not sees]
+    blind = "likely moved the classifier without a change a person would see"
+    if seen and unseen:
+        return (f" The robust judge sees {name} change in the {seen[0]} recourse but not in the {unseen[0]} one, "
+                f"which {blind}.")
+    if len(seen) == 2:
+        return f" The robust judge sees {name} change in both recourses."
+    if len(unseen) == 2:
+        return f" The robust judge sees {name} change in neither recourse: both {blind}."
+    if seen:
+        return f" The robust judge sees {name} change in the {seen[0]} recourse."
+    if unseen:
+        return f" The robust judge does not see {name} change in the {unseen[0]} recourse, which {blind}."
+    return ""
+
+
+def _models_verdict(recourse: ImageRecourse) -> str:
     if not recourse.teacher_valid:
         return ("The full-precision model found no valid recourse for this face, so there is no recourse "
                 "for the quantized model to honour.")
@@ -193,6 +268,21 @@ def model_resolution(model: nn.Module) -> int:
     return getattr(getattr(model, "config", None), "resolution", 64)
 
 
+COMMITTED = "committed"
+
+
+def _resolve_judge(judge: nn.Module | None | str, resolution: int) -> nn.Module | None:
+    if judge != COMMITTED:
+        return judge
+    from recourse import models
+
+    try:
+        judge = models.load_judge()
+    except (CheckpointError, FileNotFoundError):  # an audit works without it; the card says so
+        return None
+    return judge if model_resolution(judge) == resolution else None
+
+
 @torch.no_grad()
 def _probabilities(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
     return torch.sigmoid(model(images))
@@ -207,11 +297,13 @@ def audit_steps(
     teacher: nn.Module | None = None,
     student: Student | None = None,
     generator: FaceGenerator | None = None,
+    judge: nn.Module | None | str = COMMITTED,
 ) -> Iterator[AuditStep]:
     """Run an audit, yielding after each stage; the last step carries the :class:`AuditResult`.
 
     ``teacher``, ``student`` and ``generator`` default to the committed checkpoints
-    (loaded once); tests pass tiny ones.
+    (loaded once); tests pass tiny ones. ``judge`` defaults to the committed robust judge
+    where it is there and sees the teacher's input size; ``None``: no judge.
     """
     from recourse import models
 
@@ -264,13 +356,18 @@ def audit_steps(
     occluded = compare_maps("occlusion", occlusion(teacher, x, index, config),
                             occlusion(student.decider, x, index, config), student.kind, config)
     seconds["attributions"] = time.perf_counter() - mark
+    judge = _resolve_judge(judge, model_resolution(teacher))
+    judged = None
+    if judge is not None:
+        p_judge = _probabilities(judge, torch.stack([x, x_f, x_g]))[:, index].tolist()
+        judged = JudgeView(target, *p_judge)
     seconds["total"] = time.perf_counter() - started
 
     result = AuditResult(
         predictions=predictions, teacher_counterfactual=x_f, student_counterfactual=x_g,
         teacher_difference=x_f - x, student_difference=x_g - x, probabilities_after=probabilities_after,
         student_logits=student_logits,
-        recourse=paired.columns.image(0), attributions=(gradient, occluded), settings=settings, seed=seed,
+        recourse=paired.columns.image(0), attributions=(gradient, occluded), judge=judged, settings=settings, seed=seed,
         student_model=student.kind, versions=_versions(), seconds=seconds,
     )
     yield AuditStep("done", 1.0, predictions=predictions, result=result)
@@ -286,10 +383,11 @@ def audit_image(
     student: Student | None = None,
     generator: FaceGenerator | None = None,
     progress: Callable[[AuditStep], None] | None = None,
+    judge: nn.Module | None | str = COMMITTED,
 ) -> AuditResult:
     """Audit one face; see the module docstring. ``image``: a photo (path, bytes or PIL,
     aligned automatically) or a framed ``(3, H, W)`` tensor in [0, 1]."""
-    for step in audit_steps(image, variant, attribute, target, settings, teacher, student, generator):
+    for step in audit_steps(image, variant, attribute, target, settings, teacher, student, generator, judge):
         if progress is not None:
             progress(step)
         if step.result is not None:

@@ -60,7 +60,8 @@ def command_train_classifier(args: argparse.Namespace) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     model_config, train_config = PRESETS[args.preset]
-    overrides = {k: v for k, v in (("epochs", args.epochs), ("seed", args.seed)) if v is not None}
+    overrides = {k: v for k, v in (("epochs", args.epochs), ("seed", args.seed),
+                                   ("adversarial_radius", args.adversarial_radius)) if v is not None}
     train_config = replace(train_config, **overrides)
     out = Path(args.out) if args.out else checkpoints_dir() / args.preset
     state = Path(args.state or DEFAULT_CACHE / f"train-{args.preset}.pt")
@@ -281,6 +282,8 @@ def build_parser() -> argparse.ArgumentParser:
     train.add_argument("--out", help="checkpoint folder (default checkpoints/<preset>)")
     train.add_argument("--epochs", type=int)
     train.add_argument("--seed", type=int)
+    train.add_argument("--adversarial-radius", type=finite_float,
+                       help="L2 radius of the adversarial training in [0, 1] pixel units (default: the preset's)")
     train.add_argument("--state", help="resumable training state file (default .cache/train-<preset>.pt)")
     train.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     train.set_defaults(run=command_train_classifier)

@@ -14,7 +14,7 @@ from torch import nn
 from recourse.checkpoints import CONFIG_FILE, CheckpointError, load_classifier
 from recourse.compression import METHODS, QuantizedModel, load_variant
 from recourse.paired import Student
-from recourse.paths import shown, teacher_dir, variants_dir
+from recourse.paths import judge_dir, shown, teacher_dir, variants_dir
 
 VARIANTS: tuple[str, ...] = METHODS  # one committed variant per method, in the registry's order
 
@@ -27,6 +27,13 @@ class VariantNotFoundError(CheckpointError):
 def load_teacher() -> nn.Module:
     """The full-precision classifier under audit."""
     return load_classifier(teacher_dir())
+
+
+@functools.lru_cache(maxsize=1)
+def load_judge() -> nn.Module:
+    """The independent, adversarially robust judge: it reports whether a counterfactual
+    changes what a person sees, and never guides one."""
+    return load_classifier(judge_dir()).eval()
 
 
 def variant_is_built(variant: str) -> bool:
@@ -87,5 +94,6 @@ def clear_loaded() -> None:
     """Forget every loaded model and variant status, so that the next call reads the
     checkpoints again (after ``RECOURSE_HOME`` or a checkpoint changes)."""
     load_teacher.cache_clear()
+    load_judge.cache_clear()
     _load_committed_variant.cache_clear()
     _variant_status.cache_clear()

@@ -9,12 +9,12 @@ import torch
 from torch import nn
 
 from recourse.attribution import AttributionConfig
-from recourse.audit import AuditSettings, audit_image, audit_steps, verdict
+from recourse.audit import AuditSettings, JudgeView, audit_image, audit_steps, judge_verdict, verdict
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.metrics import image_recourse
 from recourse.paired import Student
-from recourse.render.audit_html import CARDS, audit_record, report_html, value_cards
+from recourse.render.audit_html import CARDS, JUDGE_CARDS, audit_record, evidence_table, report_html, value_cards
 from tests.conftest import COMMITTED, ROOT, BrightnessModel, NegateOne, still_generator, tiny_classifier
 
 SMILING = ATTRIBUTES.index("Smiling")
@@ -152,7 +152,8 @@ def test_zero_cost_recourse_in_the_json_and_the_html(zero_cost_audit):
     assert record["recourse"]["reason"] == "the full-precision recourse changes nothing"
     assert record["verdict"] == zero_cost_audit.verdict
     cards = value_cards(zero_cost_audit)
-    assert cards.count('class="value-card"') == len(CARDS)
+    assert cards.count('class="value-card"') == len(CARDS) + len(JUDGE_CARDS)
+    assert record["judge"] is None and cards.count("no judge") == 2  # the committed judge sees 64×64, not 16×16
     assert cards.count("undefined: the full-precision recourse changes nothing") == 2  # CRG_i and DirSim_i
     page = report_html(zero_cost_audit, "test")
     assert "cannot be compared with the full-precision one" in page and "undefined: " in page
@@ -172,6 +173,63 @@ def test_zero_cost_recourse_in_the_json_and_the_html(zero_cost_audit):
 ])
 def test_verdict_in_plain_words(values, expected):
     assert expected in verdict(image_recourse(*values))
+
+
+# --- the robust judge's view -----------------------------------------------------------------
+
+
+class Constant(nn.Module):
+    """A judge nothing moves: its 40 logits are -3 whatever the image."""
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return torch.full((len(images), 40), -3.0)
+
+
+def test_a_judge_that_reads_the_edit_sees_it_and_a_blind_one_does_not(teacher, image, tiny_generator):
+    arguments = (image, "ptq-int8", "Smiling", 1, TINY, teacher, same_as(teacher), tiny_generator)
+    seeing = audit_image(*arguments, judge=teacher)
+    assert seeing.recourse.teacher_valid and seeing.recourse.student_valid
+    with torch.no_grad():
+        expected = torch.sigmoid(teacher(torch.stack([image, seeing.teacher_counterfactual,
+                                                      seeing.student_counterfactual])))[:, SMILING].tolist()
+    judged = seeing.judge
+    probabilities = [judged.on_face, judged.on_teacher_counterfactual, judged.on_student_counterfactual]
+    assert probabilities == pytest.approx(expected)
+    assert judged.counted and judged.sees_teacher_change and judged.sees_student_change
+    assert seeing.verdict.endswith("The robust judge sees Smiling change in both recourses.")
+
+    blind = audit_image(*arguments, judge=Constant())
+    assert torch.equal(blind.teacher_counterfactual, seeing.teacher_counterfactual)  # the judge never guides
+    assert blind.judge.counted and blind.judge.sees_teacher_change is False
+    assert "sees Smiling change in neither recourse" in blind.verdict
+    record = json.loads(json.dumps(audit_record(blind), allow_nan=False))
+    assert record["judge"]["sees_teacher_change"] is False and record["judge"]["on_face"] == pytest.approx(0.047426)
+    assert value_cards(blind).count("sees no change ✗") == 2 and value_cards(seeing).count("sees it ✓") == 2
+    assert "robust judge (never guides)" in evidence_table(blind) and "robust judge" in report_html(blind)
+
+
+def view(on_face: float, on_teacher: float, on_student: float, target: int = 1) -> JudgeView:
+    return JudgeView(target, on_face, on_teacher, on_student)
+
+
+@pytest.mark.parametrize("judge, validity, expected", [
+    (None, (True, True), ""),
+    (view(0.7, 0.9, 0.9), (True, True), "already sees the face with Blond Hair (p 0.70), so it cannot tell"),
+    (view(0.3, 0.1, 0.1, target=0), (True, True), "already sees the face without Blond Hair (p 0.30)"),
+    (view(0.2, 0.8, 0.3), (True, True), "sees Blond Hair change in the full-precision recourse but not in the "
+                                        "compressed one, which likely moved the classifier"),
+    (view(0.2, 0.3, 0.8), (True, True), "in the compressed recourse but not in the full-precision one"),
+    (view(0.2, 0.3, 0.3), (True, True), "sees Blond Hair change in neither recourse: both likely moved"),
+    (view(0.2, 0.8, 0.8), (True, False), "sees Blond Hair change in the full-precision recourse."),
+    (view(0.2, 0.8, 0.3), (False, True), "does not see Blond Hair change in the compressed recourse"),
+    (view(0.8, 0.3, 0.6, target=0), (True, True), "in the full-precision recourse but not in the compressed one"),
+    (view(0.2, 0.8, 0.8), (False, False), ""),
+])
+def test_the_judges_sentence(judge, validity, expected):
+    teacher_valid, student_valid = validity
+    recourse = image_recourse(teacher_valid, teacher_valid, student_valid, 0.1, 0.1, 0.5)
+    sentence = judge_verdict(judge, recourse, "Blond_Hair")
+    assert expected in sentence and (sentence == "") == (expected == "")
 
 
 # --- the committed models ---------------------------------------------------------------------
@@ -194,4 +252,7 @@ def test_committed_models_audit_a_gallery_face():
     assert result.recourse.teacher_valid == ((teacher_after >= 0.5) == bool(result.predictions.target))
     torch.testing.assert_close(result.predictions.student_probabilities, student_before)
     assert result.student_model == student.kind == "integer"
+    with torch.no_grad():  # the committed judge's view, recomputed
+        judge_after = torch.sigmoid(models.load_judge()(result.student_counterfactual[None]))[0, SMILING]
+    assert result.judge is not None and result.judge.on_student_counterfactual == pytest.approx(float(judge_after))
     assert (COMMITTED / "variants" / "ptq-int8" / "config.json").is_file()

@@ -26,6 +26,14 @@ CARDS: tuple[tuple[str, str, str], ...] = (
     ("dirsim", "DirSim_i", "100 · cos of the two changes x' - x: same direction = 100, unrelated = 0."),
 )
 
+# The robust judge's cards: does a model that low-amplitude edits do not move see the change?
+JUDGE_CARDS: tuple[tuple[str, str, str], ...] = (
+    ("sees_teacher_change", "judge on x'_f", "Does the independent robust judge see the attribute change in the "
+                                             "full-precision recourse? (It never guides one.)"),
+    ("sees_student_change", "judge on x'_g", "Does the robust judge see the attribute change in the compressed "
+                                             "model's recourse?"),
+)
+
 _GOOD, _BAD, _NEUTRAL = "#dcfce7", "#fee2e2", "#f3f4f6"
 
 
@@ -77,10 +85,19 @@ def _card_value(result: AuditResult, key: str) -> tuple[str, str]:
     return f"{value:.4f}" if key.endswith("cost") else f"{value:.3f}", _NEUTRAL
 
 
+def _judge_card_value(result: AuditResult, key: str) -> tuple[str, str]:
+    if result.judge is None:
+        return "no judge", _NEUTRAL
+    if not result.judge.counted:
+        return "not counted: it saw the target on the face already", _NEUTRAL
+    return ("sees it ✓", _GOOD) if getattr(result.judge, key) else ("sees no change ✗", _BAD)
+
+
 def value_cards(result: AuditResult) -> str:
     cards = []
-    for key, title, meaning in CARDS:
-        value, colour = _card_value(result, key)
+    entries = [(title, meaning, *_card_value(result, key)) for key, title, meaning in CARDS]
+    entries += [(title, meaning, *_judge_card_value(result, key)) for key, title, meaning in JUDGE_CARDS]
+    for title, meaning, value, colour in entries:
         cards.append(f'<div class="value-card" style="background:{colour};border-radius:8px;padding:8px 10px;'
                      f'min-width:120px;flex:1"><div style="font-size:12px;color:#374151">{html.escape(title)}</div>'
                      f'<div style="font-size:20px;font-weight:600">{value}</div>'
@@ -119,12 +136,16 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
     student_row = (cell(float(p.student_probabilities[index]), logits["original"])
                    + cell(after["student_on_teacher_counterfactual"], logits["teacher_counterfactual"])
                    + cell(after["student_on_student_counterfactual"], logits["student_counterfactual"]))
+    judge = result.judge
+    judge_row = ("" if judge is None else
+                 f"<tr><td>robust judge (never guides)</td>{cell(judge.on_face)}"
+                 f"{cell(judge.on_teacher_counterfactual)}{cell(judge.on_student_counterfactual)}</tr>")
     margin = result.settings.counterfactual.margin
     return (f'<div style="overflow-x:auto"><table class="evidence-table" style="font-size:13px;border-collapse:collapse">'
             f'<tr><th align="left">p({html.escape(p.attribute)}) on</th><th align="left">face x</th>'
             f'<th align="left">x\'_f (full precision)</th><th align="left">x\'_g (compressed)</th></tr>'
             f'<tr><td>full precision</td>{teacher_row}</tr>'
-            f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr></table></div>'
+            f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr>{judge_row}</table></div>'
             f'<p style="font-size:12px">Target: attribute {wanted} (✓ = the model decides the target). Each recourse '
             f'was guided until its own model\'s logit was {margin:g} past the boundary (margin {margin:g}; '
             f'0 = the smallest change that flips the decision).</p>')
