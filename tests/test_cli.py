@@ -55,6 +55,16 @@ def test_train_classifier_cli_writes_a_documented_checkpoint(hq_folder, tmp_path
     assert config["training_command"].startswith("python -m recourse train-classifier")
 
 
+def test_train_classifier_cli_sets_the_adversarial_radius(hq_folder, tmp_path):
+    root, _ = hq_folder
+    out = tmp_path / "guide"
+    assert main(["train-classifier", "--data", str(root), "--preset", "guide", "--epochs", "1",
+                 "--adversarial-radius", "2.5", "--out", str(out), "--state", str(tmp_path / "state.pt"),
+                 "--no-cache"]) == 0
+    config = read_config(out)
+    assert config["train_config"]["adversarial_radius"] == 2.5 and "--adversarial-radius 2.5" in config["training_command"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["evaluate", "--data", "/nonexistent"], "not a CelebA folder"),
     (["evaluate", "--data", ".", "--checkpoint", "/nonexistent"], "checkpoint config not found"),
