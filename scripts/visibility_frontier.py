@@ -1,0 +1,134 @@
+"""How large must an edit be before a more robust model sees the attribute change?
+
+A study of the generator's limits on the validation split (the judge is never used). For
+each face and attribute, the classifier's counterfactual is made three ways:
+
+* ``committed``: the committed guidance (cone around the committed guide, stop at the
+  classifier's margin);
+* ``until the guide agrees``: the same steps, continued until the committed guide also
+  decides the target;
+* ``strong guide, until it agrees``: the cone turned around a more robust model's gradient
+  (``--strong-guide``, e.g. trained with ``train-classifier --preset guide
+  --adversarial-radius 3``), continued until that model decides the target.
+
+Every edit is scored by the robust model that did *not* steer it (cross FR, counted where
+that model agreed with the classifier before the edit), the oracle (FR, MNAC) and its size
+(mean |x' − x|), so that no number is a model grading its own edits.
+
+    python -m scripts.visibility_frontier --data ../shared/data/celeba-hq-64 --strong-guide out/guide-radius3 \\
+        --n 50 --json out/visibility-frontier.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from dataclasses import replace
+from pathlib import Path
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from recourse.checkpoints import load_classifier
+from recourse.data import attribute_index, load_framed_split, to_float_images
+from recourse.generation import CounterfactualConfig, default_generator, generate
+from recourse.generation.guidance import cone_projection, past_margin
+from recourse.metrics import decisions, mean_number_of_attributes_changed, recourse_cost
+from recourse.paths import oracle_dir, teacher_dir
+
+ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
+MOST_STEPS = 200
+
+
+def edit_until_seen(image: torch.Tensor, classifier: nn.Module, guide: nn.Module, index: int, sign: torch.Tensor,
+                    config: CounterfactualConfig, generator) -> torch.Tensor:
+    """The committed editing steps (the classifier's gradient in the face basis, turned into the
+    cone around ``guide``'s), stopped at the first step where the classifier is past the margin
+    *and* ``guide`` decides the target. One image ``(1, 3, H, W)``."""
+    others = torch.ones(40, dtype=torch.bool)
+    others[index] = False
+    with torch.no_grad():
+        guide_before = torch.sigmoid(guide(image))[:, others]
+    delta = torch.zeros_like(image)
+    for _ in range(MOST_STEPS):
+        delta = delta.detach().requires_grad_(True)
+        candidate = (image + delta).clamp(0, 1)
+        gap = sign * classifier(candidate)[:, index] - config.margin
+        direction, = torch.autograd.grad(gap.sum(), delta, retain_graph=True)
+        guide_logits = guide(candidate)
+        guide_decides = past_margin(sign * guide_logits[:, index].detach(), sign)
+        if bool((past_margin(gap.detach(), sign) & guide_decides).all()):
+            break
+        objective = sign * guide_logits[:, index] - config.preserve_weight * F.binary_cross_entropy_with_logits(
+            guide_logits[:, others], guide_before, reduction="none").mean(dim=1)
+        axis, = torch.autograd.grad(objective.sum(), delta)
+        direction = cone_projection(generator.project(direction).flatten(1), generator.project(axis).flatten(1),
+                                    config.cone_degrees)
+        delta = delta.detach() + config.finish_learning_rate * direction.view_as(delta)
+    return (image + delta.detach()).clamp(0, 1)
+
+
+def flip_rate(before: torch.Tensor, after: torch.Tensor, targets: torch.Tensor) -> float:
+    """% of the tasks where the model did not decide the target before that it decides after."""
+    counted = before != targets
+    return round(100 * float((after[counted] == targets[counted]).float().mean()), 1) if bool(counted.any()) else None
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--split", default="val")
+    parser.add_argument("--strong-guide", required=True, help="checkpoint folder of the more robust model")
+    parser.add_argument("--n", type=int, default=50)
+    parser.add_argument("--margin", type=float, default=CounterfactualConfig.margin)
+    parser.add_argument("--attributes", nargs="+", default=list(ATTRIBUTES))
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    config = replace(CounterfactualConfig(), margin=args.margin)
+    classifier, oracle = load_classifier(teacher_dir()), load_classifier(oracle_dir())
+    generator = default_generator()
+    guide, strong = generator.guide.eval(), load_classifier(args.strong_guide)
+    faces = to_float_images(load_framed_split(Path(args.data), args.split, 64, None).images[: args.n])
+    with torch.no_grad():
+        before = {name: decisions(model(faces)) for name, model in
+                  (("classifier", classifier), ("oracle", oracle), ("guide", guide), ("strong", strong))}
+    rows = []
+    for attribute in args.attributes:
+        index = attribute_index(attribute)
+        targets = 1 - before["classifier"][:, index]
+        signs = 2 * targets.float() - 1
+        made = {"committed": lambda: generate(faces, classifier, attribute, targets, config, generator).images}
+        for name, steering in (("until the guide agrees", guide), ("strong guide, until it agrees", strong)):
+            made[name] = lambda steering=steering: torch.cat([
+                edit_until_seen(faces[i:i + 1].clone(), classifier, steering, index, signs[i:i + 1], config, generator)
+                for i in range(len(faces))])
+        for setting, make in made.items():
+            started = time.time()
+            counterfactuals = make()
+            with torch.no_grad():
+                after = {name: decisions(model(counterfactuals)) for name, model in
+                         (("classifier", classifier), ("oracle", oracle), ("guide", guide), ("strong", strong))}
+            scorer = "guide" if setting.startswith("strong") else "strong"
+            row = {
+                "setting": setting, "attribute": attribute, "n": len(faces),
+                "fr": round(100 * float((after["classifier"][:, index] == targets).float().mean()), 1),
+                "scored_by": "the committed guide" if scorer == "guide" else "the strong guide",
+                "cross_fr": flip_rate(before[scorer][:, index], after[scorer][:, index], targets),
+                "oracle_fr": round(100 * float((after["oracle"][:, index] == targets).float().mean()), 1),
+                "mnac": round(mean_number_of_attributes_changed(before["oracle"], after["oracle"], index), 2),
+                "proximity": round(float(recourse_cost(faces, counterfactuals).mean()), 4),
+                "seconds": round(time.time() - started, 1),
+            }
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    if args.json:
+        report = {"command": "python -m scripts.visibility_frontier " + " ".join(
+            f"--{k.replace('_', '-')} {' '.join(v) if isinstance(v, list) else v}"
+            for k, v in vars(args).items() if v is not None), "settings": config.__dict__, "rows": rows}
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
