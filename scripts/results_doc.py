@@ -29,8 +29,11 @@ ACCURACY_COMMANDS = (
 QUALITY = (("test", "counterfactual-quality-test.json"), ("val", "counterfactual-quality-val.json"))
 BENCHMARKS = (("test", "benchmark.json"), ("test, a second run on other faces", "benchmark-second.json"),
               ("validation: the margin sweep that chose the table's margin", "benchmark-val-sweep.json"))
-STABILITY = (("The default stop, interpolated between the last two steps", "stability-test.json"),
-             ("The bisected stop (`--stop-search bisect`)", "stability-test-bisect.json"),
+STABILITY = (("Margin 6 (the quality evaluation's), the default stop, interpolated between the last two steps",
+              "stability-test.json"),
+             ("Margin 6, the bisected stop (`--stop-search bisect`)", "stability-test-bisect.json"),
+             ("Margin 2 (the benchmark table's), the default stop", "stability-test-margin2.json"),
+             ("Margin 2, the bisected stop", "stability-test-margin2-bisect.json"),
              ("The app's audits: margin 0, the default stop", "stability-test-margin0.json"),
              ("Margin 0 with the bisected stop (no better there: audits keep the default)",
               "stability-test-margin0-bisect.json"))
