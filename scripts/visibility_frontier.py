@@ -16,7 +16,10 @@ that model agreed with the classifier before the edit), the oracle (FR, MNAC) an
 (mean |x' − x|), so that no number is a model grading its own edits.
 
     python -m scripts.visibility_frontier --data ../shared/data/celeba-hq-64 --strong-guide out/guide-radius3 \\
-        --n 50 --json out/visibility-frontier.json
+        --n 100 --json assets/results/visibility-frontier-val.json --sheets docs/visibility
+
+The sheets show the gallery's faces (generated ones and a public-domain photo, never the
+dataset's) edited the three ways, with each edit's mean |x' − x| and both robust models' p.
 """
 
 from __future__ import annotations
@@ -29,6 +32,7 @@ from pathlib import Path
 
 import torch
 import torch.nn.functional as F
+from PIL import Image, ImageDraw
 from torch import nn
 
 from recourse.checkpoints import load_classifier
@@ -37,6 +41,8 @@ from recourse.generation import CounterfactualConfig, default_generator, generat
 from recourse.generation.guidance import cone_projection, past_margin
 from recourse.metrics import decisions, mean_number_of_attributes_changed, recourse_cost
 from recourse.paths import oracle_dir, teacher_dir
+from recourse.render.pictures import enlarge, to_pil
+from scripts.contact_sheets import gallery_faces
 
 ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
 MOST_STEPS = 200
@@ -76,6 +82,42 @@ def flip_rate(before: torch.Tensor, after: torch.Tensor, targets: torch.Tensor) 
     return round(100 * float((after[counted] == targets[counted]).float().mean()), 1) if bool(counted.any()) else None
 
 
+def three_ways(faces: torch.Tensor, attribute: str, targets: torch.Tensor, classifier: nn.Module, guide: nn.Module,
+               strong: nn.Module, config: CounterfactualConfig, generator) -> dict[str, torch.Tensor]:
+    """The classifier's counterfactuals of ``faces`` made the three ways of the module docstring."""
+    index, signs = attribute_index(attribute), 2 * targets.float() - 1
+    made = {"committed": generate(faces, classifier, attribute, targets, config, generator).images}
+    for name, steering in (("until the guide agrees", guide), ("strong guide, until it agrees", strong)):
+        made[name] = torch.cat([edit_until_seen(faces[i:i + 1].clone(), classifier, steering, index, signs[i:i + 1],
+                                                config, generator) for i in range(len(faces))])
+    return made
+
+
+def sheet(attribute: str, names: list[str], faces: torch.Tensor, made: dict[str, torch.Tensor],
+          scorers: dict[str, nn.Module]) -> Image.Image:
+    """Original and the three edits of each face, with each edit's size and both robust models' p."""
+    index, panel, caption, gap = attribute_index(attribute), 128, 30, 4
+    columns = ("original", *made)
+    picture = Image.new("RGB", (len(columns) * (panel + gap), 24 + len(names) * (panel + caption)), "white")
+    draw = ImageDraw.Draw(picture)
+    draw.text((4, 6), f"{attribute}: " + " | ".join(columns), fill="black")
+    with torch.no_grad():
+        p = {(setting, name): torch.sigmoid(model(images))[:, index] for setting, images in made.items()
+             for name, model in scorers.items()}
+    for row, face in enumerate(names):
+        top = 24 + row * (panel + caption)
+        picture.paste(enlarge(to_pil(faces[row]), panel), (0, top))
+        draw.text((2, top + panel + 2), face[:20], fill="black")
+        for column, (setting, images) in enumerate(made.items(), start=1):
+            left = column * (panel + gap)
+            picture.paste(enlarge(to_pil(images[row]), panel), (left, top))
+            size = float((images[row] - faces[row]).abs().mean())
+            draw.text((left + 2, top + panel + 2), f"mean |dx| {size:.3f}", fill="black")
+            draw.text((left + 2, top + panel + 15), " ".join(
+                f"{name} p {float(p[setting, name][row]):.2f}" for name in scorers), fill="black")
+    return picture
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True)
@@ -85,6 +127,7 @@ def main() -> None:
     parser.add_argument("--margin", type=float, default=CounterfactualConfig.margin)
     parser.add_argument("--attributes", nargs="+", default=list(ATTRIBUTES))
     parser.add_argument("--json")
+    parser.add_argument("--sheets", help="folder for one picture per attribute of the gallery faces, edited three ways")
     args = parser.parse_args()
     config = replace(CounterfactualConfig(), margin=args.margin)
     classifier, oracle = load_classifier(teacher_dir()), load_classifier(oracle_dir())
@@ -98,15 +141,9 @@ def main() -> None:
     for attribute in args.attributes:
         index = attribute_index(attribute)
         targets = 1 - before["classifier"][:, index]
-        signs = 2 * targets.float() - 1
-        made = {"committed": lambda: generate(faces, classifier, attribute, targets, config, generator).images}
-        for name, steering in (("until the guide agrees", guide), ("strong guide, until it agrees", strong)):
-            made[name] = lambda steering=steering: torch.cat([
-                edit_until_seen(faces[i:i + 1].clone(), classifier, steering, index, signs[i:i + 1], config, generator)
-                for i in range(len(faces))])
-        for setting, make in made.items():
-            started = time.time()
-            counterfactuals = make()
+        started = time.time()
+        made = three_ways(faces, attribute, targets, classifier, guide, strong, config, generator)
+        for setting, counterfactuals in made.items():
             with torch.no_grad():
                 after = {name: decisions(model(counterfactuals)) for name, model in
                          (("classifier", classifier), ("oracle", oracle), ("guide", guide), ("strong", strong))}
@@ -119,15 +156,26 @@ def main() -> None:
                 "oracle_fr": round(100 * float((after["oracle"][:, index] == targets).float().mean()), 1),
                 "mnac": round(mean_number_of_attributes_changed(before["oracle"], after["oracle"], index), 2),
                 "proximity": round(float(recourse_cost(faces, counterfactuals).mean()), 4),
-                "seconds": round(time.time() - started, 1),
             }
             rows.append(row)
             print(json.dumps(row), flush=True)
+        print(f"{attribute}: {time.time() - started:.0f} s", flush=True)
     if args.json:
         report = {"command": "python -m scripts.visibility_frontier " + " ".join(
             f"--{k.replace('_', '-')} {' '.join(v) if isinstance(v, list) else v}"
             for k, v in vars(args).items() if v is not None), "settings": config.__dict__, "rows": rows}
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+    if args.sheets:
+        Path(args.sheets).mkdir(parents=True, exist_ok=True)
+        names, gallery = gallery_faces()
+        with torch.no_grad():
+            decided = decisions(classifier(gallery))
+        for attribute in args.attributes:
+            targets = 1 - decided[:, attribute_index(attribute)]
+            made = three_ways(gallery, attribute, targets, classifier, guide, strong, config, generator)
+            out = Path(args.sheets) / f"{attribute}.png"
+            sheet(attribute, names, gallery, made, {"guide": guide, "strong": strong}).save(out)
+            print(f"wrote {out}", flush=True)
 
 
 if __name__ == "__main__":
