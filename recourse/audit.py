@@ -271,7 +271,18 @@ def model_resolution(model: nn.Module) -> int:
 COMMITTED = "committed"
 
 
-def _resolve_judge(judge: nn.Module | None | str, resolution: int) -> nn.Module | None:
+def judge_view(judge: nn.Module | None, x: torch.Tensor, teacher_counterfactual: torch.Tensor,
+               student_counterfactual: torch.Tensor, index: int, target: int) -> JudgeView | None:
+    """The judge's ``p_a`` on ``x`` and both recourses (each ``(3, H, W)``); None without a judge."""
+    if judge is None:
+        return None
+    on = _probabilities(judge, torch.stack([x, teacher_counterfactual, student_counterfactual]))[:, index]
+    return JudgeView(target, *on.tolist())
+
+
+def resolve_judge(judge: nn.Module | None | str, resolution: int) -> nn.Module | None:
+    """The judge to use: the committed one for ``COMMITTED`` where it is there and sees
+    ``resolution``, else None; a module as given."""
     if judge != COMMITTED:
         return judge
     from recourse import models
@@ -356,11 +367,7 @@ def audit_steps(
     occluded = compare_maps("occlusion", occlusion(teacher, x, index, config),
                             occlusion(student.decider, x, index, config), student.kind, config)
     seconds["attributions"] = time.perf_counter() - mark
-    judge = _resolve_judge(judge, model_resolution(teacher))
-    judged = None
-    if judge is not None:
-        p_judge = _probabilities(judge, torch.stack([x, x_f, x_g]))[:, index].tolist()
-        judged = JudgeView(target, *p_judge)
+    judged = judge_view(resolve_judge(judge, model_resolution(teacher)), x, x_f, x_g, index, target)
     seconds["total"] = time.perf_counter() - started
 
     result = AuditResult(

@@ -11,8 +11,8 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from recourse.audit import AuditSettings, model_resolution
-from recourse.data import DatasetError, to_float_images
+from recourse.audit import COMMITTED, AuditSettings, JudgeView, judge_view, model_resolution, resolve_judge
+from recourse.data import DatasetError, attribute_index, to_float_images
 from recourse.generation import FaceGenerator, default_generator
 from recourse.metrics import ImageRecourse
 from recourse.paired import Student, flip_targets, paired_recourse
@@ -27,6 +27,7 @@ class FolderCase:
     target: int
     recourse: ImageRecourse
     divergence: float | None  # see divergence_score; None where there is nothing to compare
+    judge: JudgeView | None = None  # the robust judge's view of both recourses, as in an audit
 
 
 def divergence_score(recourse: ImageRecourse) -> float | None:
@@ -96,6 +97,7 @@ def scan_images(
     teacher: nn.Module | None = None,
     student: Student | None = None,
     generator: FaceGenerator | None = None,
+    judge: nn.Module | None | str = COMMITTED,
 ) -> Iterator[tuple[int, int, list[FolderCase]]]:
     """Rank framed images ``(3, R, R)`` in [0, 1] by recourse divergence for one variant and attribute.
 
@@ -104,12 +106,15 @@ def scan_images(
     of it would. With ``batch_size=1`` (the default) an audit of a listed image reproduces its
     row exactly; larger batches are faster but change the convolutions' rounding, which the
     student twin's quantization and twenty guided steps can amplify into visibly different values.
+    ``judge`` as in :func:`recourse.audit.audit_steps`.
     """
     from recourse import models
 
     teacher = teacher if teacher is not None else models.load_teacher()
     student = student if student is not None else models.load_student(variant)
     generator = generator if generator is not None else default_generator()
+    judge = resolve_judge(judge, model_resolution(teacher))
+    index = attribute_index(attribute)
     images = iter(images)
     seed = settings.counterfactual.seed
     cases: list[FolderCase] = []
@@ -121,5 +126,7 @@ def scan_images(
                                  seeds=(seed,) * len(x))
         for i, name in enumerate(batch_names):
             recourse = paired.columns.image(i)
-            cases.append(FolderCase(name, x[i], int(targets[i]), recourse, divergence_score(recourse)))
+            judged = judge_view(judge, x[i], paired.teacher.images[i], paired.student.counterfactuals[i], index,
+                                int(targets[i]))
+            cases.append(FolderCase(name, x[i], int(targets[i]), recourse, divergence_score(recourse), judged))
         yield len(cases), len(names), _rank(cases)

@@ -84,6 +84,8 @@ def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduc
     assert result.recourse.student_valid == first[6]
     if first[7] != "undefined":
         assert round(result.recourse.crg, 3) == first[7] and round(result.recourse.dirsim, 3) == first[8]
+    assert result.judge is not None  # the committed judge: the row says what it says in the audit
+    assert (first[9], first[10]) == (app._sees(result.judge, "teacher"), app._sees(result.judge, "student"))
 
 
 def test_exports_survive_concurrent_audits_and_old_ones_are_pruned(tmp_path, monkeypatch):

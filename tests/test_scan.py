@@ -23,8 +23,9 @@ def test_scan_folder_ranks_and_a_listed_image_reproduces_its_row(hq_folder, tiny
     negated = NegateOne(teacher, SMILING).eval()
     student = Student("ptq-int8", negated, negated)
     root, _ = hq_folder  # test split: ids 27000, 27001, 29999
+    judge = BrightnessModel()  # a judge that reads the edit: it sees what the teacher sees
     steps = list(scan_folder(root, "ptq-int8", "Smiling", count=3, split="test", settings=TINY, teacher=teacher,
-                             student=student, generator=tiny_generator))
+                             student=student, generator=tiny_generator, judge=judge))
     assert [(done, total) for done, total, _ in steps] == [(1, 3), (2, 3), (3, 3)]
     cases = steps[-1][2]
     assert sorted(c.filename for c in cases) == ["27000.jpg", "27001.jpg", "29999.jpg"]
@@ -32,8 +33,10 @@ def test_scan_folder_ranks_and_a_listed_image_reproduces_its_row(hq_folder, tiny
     assert ranked == sorted(ranked, key=lambda d: (d is None, -(d or 0.0)))  # worst first, undefined last
     for case in cases:
         assert case.divergence == divergence_score(case.recourse)
-        single = audit_image(case.image, "ptq-int8", "Smiling", None, TINY, teacher, student, tiny_generator)
+        single = audit_image(case.image, "ptq-int8", "Smiling", None, TINY, teacher, student, tiny_generator,
+                             judge=judge)
         assert single.predictions.target == case.target and single.recourse == case.recourse
+        assert case.judge is not None and single.judge == case.judge  # the row's judge view is the audit's
     # a student that negates the audited logit rejects every valid recourse of the teacher
     assert all(not c.recourse.student_accepts_teacher for c in cases if c.recourse.teacher_valid)
     assert any(c.recourse.teacher_valid for c in cases)
@@ -66,3 +69,13 @@ def test_scan_folder_rejects_a_folder_that_is_not_celeba(tmp_path, tiny_generato
     with pytest.raises(ValueError, match="not a CelebA folder"):
         next(scan_folder(tmp_path, "ptq-int8", "Smiling", teacher=teacher, student=Student("ptq-int8", teacher, teacher),
                          generator=tiny_generator))
+
+
+def test_scan_without_a_judge_says_so(hq_folder, tiny_generator):
+    teacher = BrightnessModel()
+    root, _ = hq_folder
+    # the committed judge sees 64 px faces, these models 16 px: no judge applies
+    *_, (_, _, cases) = scan_folder(root, "ptq-int8", "Smiling", count=1, split="test", settings=TINY,
+                                    teacher=teacher, student=Student("ptq-int8", teacher, teacher),
+                                    generator=tiny_generator)
+    assert cases[0].judge is None
