@@ -4,7 +4,8 @@ For each of the eight judged attributes, one sheet (``docs/contact-sheets/<attri
 a row per gallery face (faces sampled from the project's generator, and Grace Hopper's
 public-domain portrait shipped in the matplotlib wheel), with the original, the
 full-precision classifier's counterfactual, a 4-bit variant's counterfactual (same
-settings), and both differences. The caption gives each model's p before → after.
+settings), and both differences. The caption gives each model's p before → after, and the
+robust judge's p on the face and on both counterfactuals (it scores, it never guides).
 
     python -m scripts.contact_sheets [--variant ptq-int4]
 """
@@ -18,9 +19,9 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw
 
-from recourse.data import QUALITY_ATTRIBUTES
+from recourse.data import QUALITY_ATTRIBUTES, attribute_index
 from recourse.generation import CounterfactualConfig, default_generator, generate
-from recourse.models import load_student, load_teacher
+from recourse.models import load_judge, load_student, load_teacher
 from recourse.paired import flip_targets
 from recourse.render.pictures import difference_map, enlarge, to_pil
 
@@ -44,7 +45,11 @@ def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str) -
     # the twin guides, the integer model decides where the student's edit stops (as in an audit)
     decider = student.decider if student.kind == "integer" else None
     quantized = generate(faces, student.twin, attribute, targets, config, generator, decider=decider)
-    caption, gap = 30, 4
+    judge = load_judge()  # scores only: whether a robust model sees the attribute change
+    with torch.no_grad():
+        judged = {name: torch.sigmoid(judge(images))[:, attribute_index(attribute)]
+                  for name, images in (("before", faces), ("fp", full.images), ("4bit", quantized.images))}
+    caption, gap = 44, 4
     columns = ("original", "full precision", variant, "difference fp", f"difference {variant}")
     width = len(columns) * (PANEL + gap)
     picture = Image.new("RGB", (width, 24 + len(names) * (PANEL + caption)), "white")
@@ -61,6 +66,9 @@ def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str) -
                   f"->{float(full.probability_after[row]):.2f} cost {float(full.cost[row]):.3f} | {variant} p "
                   f"{float(quantized.probability_before[row]):.2f}->{float(quantized.probability_after[row]):.2f} "
                   f"cost {float(quantized.cost[row]):.3f}", fill="black")
+        draw.text((2, top + PANEL + 16), f"robust judge p {float(judged['before'][row]):.2f} -> fp "
+                  f"{float(judged['fp'][row]):.2f}, {variant} {float(judged['4bit'][row]):.2f} (it never guides)",
+                  fill="black")
     return picture
 
 
