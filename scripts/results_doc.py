@@ -210,7 +210,8 @@ def visibility_section() -> list[str]:
     if record is None:
         return ["_No visibility frontier results in assets/ yet._", ""]
     lines = ["## How large an edit a more robust model sees (validation split)", "",
-             "```bash", record["command"], "```", "", "Each edit is scored by the robust model that did not steer it, counted where that model agreed "
+             "```bash", record["command"], "```", "",
+             "Each edit is scored by the robust model that did not steer it, counted where that model agreed "
              "with the classifier before the edit; the judge is not used. Pictures: `docs/visibility/`. The strong "
              "guide (not committed): `python -m recourse train-classifier --data ../shared/data/celeba-hq-64 --preset "
              "guide --adversarial-radius 3 --seed 11 --out out/guide-radius3 --threads 1`.", "",
