@@ -27,7 +27,7 @@ import torch
 from PIL import Image
 
 from recourse import faces
-from recourse.audit import AuditSettings, JudgeView, audit_image, audit_steps, minimal_recourse
+from recourse.audit import AuditSettings, audit_image, audit_steps, judge_says, minimal_recourse
 from recourse.benchmark import BenchmarkResult
 from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, SPLITS, DatasetError, to_float_images
@@ -285,7 +285,7 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
             progress(done / total, desc=f"{done} of {total} faces")
             rows = [[rank + 1, c.filename, c.target, _score(c.divergence), c.recourse.teacher_valid,
                      c.recourse.student_accepts_teacher, c.recourse.student_valid, _value(c.recourse.crg),
-                     _value(c.recourse.dirsim), _sees(c.judge, "teacher"), _sees(c.judge, "student")]
+                     _value(c.recourse.dirsim), judge_says(c.judge, "teacher"), judge_says(c.judge, "student")]
                     for rank, c in enumerate(cases)]
             found = {"variant": variant, "attribute": attribute, "cases": [_pixels(c) for c in cases]}
             thumbnails = [(Image.fromarray(pixels), f"#{rank + 1} {_score(c.divergence)}")
@@ -303,15 +303,6 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
 
 def _pixels(case: FolderCase) -> tuple[str, np.ndarray]:
     return case.filename, (case.image.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
-
-
-def _sees(judge: JudgeView | None, model: str) -> str:
-    """Whether the robust judge sees the attribute change in one model's recourse, in a word."""
-    if judge is None:
-        return "no judge"
-    if not judge.counted:
-        return "not counted"
-    return "yes" if getattr(judge, f"sees_{model}_change") else "no"
 
 
 def _score(value: float | None) -> float | str:

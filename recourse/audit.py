@@ -189,6 +189,17 @@ def verdict(recourse: ImageRecourse, judge: JudgeView | None = None, attribute: 
     return _models_verdict(recourse) + judge_verdict(judge, recourse, attribute)
 
 
+def judge_says(judge: JudgeView | None, model: str) -> str:
+    """Whether the judge sees the attribute change in the ``"teacher"`` or ``"student"``
+    recourse, in a word: "yes", "no", "not counted" (it decided the target on the face
+    already) or "no judge"."""
+    if judge is None:
+        return "no judge"
+    if not judge.counted:
+        return "not counted"
+    return "yes" if getattr(judge, f"sees_{model}_change") else "no"
+
+
 def judge_verdict(judge: JudgeView | None, recourse: ImageRecourse, attribute: str) -> str:
     """What the robust judge sees in the valid recourses, as a sentence ("" without a judge)."""
     if judge is None:
@@ -374,8 +385,8 @@ def audit_steps(
         predictions=predictions, teacher_counterfactual=x_f, student_counterfactual=x_g,
         teacher_difference=x_f - x, student_difference=x_g - x, probabilities_after=probabilities_after,
         student_logits=student_logits,
-        recourse=paired.columns.image(0), attributions=(gradient, occluded), judge=judged, settings=settings, seed=seed,
-        student_model=student.kind, versions=_versions(), seconds=seconds,
+        recourse=paired.columns.image(0), attributions=(gradient, occluded), judge=judged, settings=settings,
+        seed=seed, student_model=student.kind, versions=_versions(), seconds=seconds,
     )
     yield AuditStep("done", 1.0, predictions=predictions, result=result)
 

@@ -14,7 +14,6 @@ import torch
 from PIL import Image
 
 import app  # imported here, with the checkout as its home: the gallery is the committed one
-from recourse.audit import JudgeView
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.render.audit_html import CARDS, JUDGE_CARDS
@@ -223,12 +222,3 @@ def test_find_failures_rejects_a_non_dataset_folder(client, tmp_path):
         client.predict("server folder", str(tmp_path), None, "test", 3, None, "ptq-int8", "Smiling", 20, 40, 0, 0.0,
                        api_name="/find_failures")
 
-
-@pytest.mark.parametrize("judge, expected", [
-    (None, ("no judge", "no judge")),
-    (JudgeView(1, 0.7, 0.9, 0.2), ("not counted", "not counted")),  # it saw the attribute on the face already
-    (JudgeView(1, 0.2, 0.9, 0.2), ("yes", "no")),
-    (JudgeView(0, 0.8, 0.6, 0.1), ("no", "yes")),
-])
-def test_the_ranking_says_in_a_word_what_the_judge_sees(judge, expected):
-    assert (app._sees(judge, "teacher"), app._sees(judge, "student")) == expected

@@ -66,7 +66,7 @@ def test_a_public_app_ranks_the_gallery(public_client):
 @pytest.mark.requires("committed_variants")
 def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduces_its_row():
     import app
-    from recourse.audit import AuditSettings, audit_image, minimal_recourse
+    from recourse.audit import AuditSettings, audit_image, judge_says, minimal_recourse
 
     class Selection:
         index = (0, 1)
@@ -85,7 +85,7 @@ def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduc
     if first[7] != "undefined":
         assert round(result.recourse.crg, 3) == first[7] and round(result.recourse.dirsim, 3) == first[8]
     assert result.judge is not None  # the committed judge: the row says what it says in the audit
-    assert (first[9], first[10]) == (app._sees(result.judge, "teacher"), app._sees(result.judge, "student"))
+    assert (first[9], first[10]) == (judge_says(result.judge, "teacher"), judge_says(result.judge, "student"))
 
 
 def test_exports_survive_concurrent_audits_and_old_ones_are_pruned(tmp_path, monkeypatch):

@@ -9,7 +9,7 @@ import torch
 from torch import nn
 
 from recourse.attribution import AttributionConfig
-from recourse.audit import AuditSettings, JudgeView, audit_image, audit_steps, judge_verdict, verdict
+from recourse.audit import AuditSettings, JudgeView, audit_image, audit_steps, judge_says, judge_verdict, verdict
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.metrics import image_recourse
@@ -230,6 +230,16 @@ def test_the_judges_sentence(judge, validity, expected):
     recourse = image_recourse(teacher_valid, teacher_valid, student_valid, 0.1, 0.1, 0.5)
     sentence = judge_verdict(judge, recourse, "Blond_Hair")
     assert expected in sentence and (sentence == "") == (expected == "")
+
+
+@pytest.mark.parametrize("judge, expected", [
+    (None, ("no judge", "no judge")),
+    (view(0.7, 0.9, 0.2), ("not counted", "not counted")),  # it saw the attribute on the face already
+    (view(0.2, 0.9, 0.2), ("yes", "no")),
+    (view(0.8, 0.6, 0.1, target=0), ("no", "yes")),
+])
+def test_what_the_judge_says_in_a_word(judge, expected):
+    assert (judge_says(judge, "teacher"), judge_says(judge, "student")) == expected
 
 
 # --- the committed models ---------------------------------------------------------------------

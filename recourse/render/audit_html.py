@@ -11,7 +11,7 @@ import datetime
 import html
 import json
 
-from recourse.audit import AuditResult, Predictions
+from recourse.audit import AuditResult, Predictions, judge_says
 from recourse.data import ATTRIBUTES
 from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, display_pictures, png_data_uri
 
@@ -28,9 +28,9 @@ CARDS: tuple[tuple[str, str, str], ...] = (
 
 # The robust judge's cards: does a model that low-amplitude edits do not move see the change?
 JUDGE_CARDS: tuple[tuple[str, str, str], ...] = (
-    ("sees_teacher_change", "judge on x'_f", "Does the independent robust judge see the attribute change in the "
+    ("teacher", "judge on x'_f", "Does the independent robust judge see the attribute change in the "
                                              "full-precision recourse? (It never guides one.)"),
-    ("sees_student_change", "judge on x'_g", "Does the robust judge see the attribute change in the compressed "
+    ("student", "judge on x'_g", "Does the robust judge see the attribute change in the compressed "
                                              "model's recourse?"),
 )
 
@@ -85,18 +85,16 @@ def _card_value(result: AuditResult, key: str) -> tuple[str, str]:
     return f"{value:.4f}" if key.endswith("cost") else f"{value:.3f}", _NEUTRAL
 
 
-def _judge_card_value(result: AuditResult, key: str) -> tuple[str, str]:
-    if result.judge is None:
-        return "no judge", _NEUTRAL
-    if not result.judge.counted:
-        return "not counted: it saw the target on the face already", _NEUTRAL
-    return ("sees it ✓", _GOOD) if getattr(result.judge, key) else ("sees no change ✗", _BAD)
+_JUDGE_CARD = {"yes": ("sees it ✓", _GOOD), "no": ("sees no change ✗", _BAD),
+               "not counted": ("not counted: it saw the target on the face already", _NEUTRAL),
+               "no judge": ("no judge", _NEUTRAL)}
 
 
 def value_cards(result: AuditResult) -> str:
     cards = []
     entries = [(title, meaning, *_card_value(result, key)) for key, title, meaning in CARDS]
-    entries += [(title, meaning, *_judge_card_value(result, key)) for key, title, meaning in JUDGE_CARDS]
+    entries += [(title, meaning, *_JUDGE_CARD[judge_says(result.judge, model)])
+                for model, title, meaning in JUDGE_CARDS]
     for title, meaning, value, colour in entries:
         cards.append(f'<div class="value-card" style="background:{colour};border-radius:8px;padding:8px 10px;'
                      f'min-width:120px;flex:1"><div style="font-size:12px;color:#374151">{html.escape(title)}</div>'
