@@ -31,14 +31,14 @@ from dataclasses import replace
 from pathlib import Path
 
 import torch
-import torch.nn.functional as F
 from PIL import Image, ImageDraw
 from torch import nn
 
 from recourse.checkpoints import load_classifier
 from recourse.data import attribute_index, load_framed_split, to_float_images
 from recourse.generation import CounterfactualConfig, default_generator, generate
-from recourse.generation.guidance import cone_projection, past_margin
+from recourse.generation.guidance import cone_projection, guide_objective, past_margin
+from recourse.generation.quality import real_flip_rate
 from recourse.metrics import decisions, mean_number_of_attributes_changed, recourse_cost
 from recourse.paths import oracle_dir, teacher_dir
 from recourse.render.pictures import enlarge, to_pil
@@ -67,19 +67,12 @@ def edit_until_seen(image: torch.Tensor, classifier: nn.Module, guide: nn.Module
         guide_decides = past_margin(sign * guide_logits[:, index].detach(), sign)
         if bool((past_margin(gap.detach(), sign) & guide_decides).all()):
             break
-        objective = sign * guide_logits[:, index] - config.preserve_weight * F.binary_cross_entropy_with_logits(
-            guide_logits[:, others], guide_before, reduction="none").mean(dim=1)
+        objective = guide_objective(guide_logits, index, sign, guide_before, config.preserve_weight)
         axis, = torch.autograd.grad(objective.sum(), delta)
         direction = cone_projection(generator.project(direction).flatten(1), generator.project(axis).flatten(1),
                                     config.cone_degrees)
         delta = delta.detach() + config.finish_learning_rate * direction.view_as(delta)
     return (image + delta.detach()).clamp(0, 1)
-
-
-def flip_rate(before: torch.Tensor, after: torch.Tensor, targets: torch.Tensor) -> float:
-    """% of the tasks where the model did not decide the target before that it decides after."""
-    counted = before != targets
-    return round(100 * float((after[counted] == targets[counted]).float().mean()), 1) if bool(counted.any()) else None
 
 
 def three_ways(faces: torch.Tensor, attribute: str, targets: torch.Tensor, classifier: nn.Module, guide: nn.Module,
@@ -152,7 +145,7 @@ def main() -> None:
                 "setting": setting, "attribute": attribute, "n": len(faces),
                 "fr": round(100 * float((after["classifier"][:, index] == targets).float().mean()), 1),
                 "scored_by": "the committed guide" if scorer == "guide" else "the strong guide",
-                "cross_fr": flip_rate(before[scorer][:, index], after[scorer][:, index], targets),
+                "cross_fr": real_flip_rate(before[scorer][:, index], after[scorer][:, index], targets),
                 "oracle_fr": round(100 * float((after["oracle"][:, index] == targets).float().mean()), 1),
                 "mnac": round(mean_number_of_attributes_changed(before["oracle"], after["oracle"], index), 2),
                 "proximity": round(float(recourse_cost(faces, counterfactuals).mean()), 4),

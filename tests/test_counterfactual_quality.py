@@ -9,7 +9,7 @@ import pytest
 import torch
 
 from recourse.generation import CounterfactualConfig
-from recourse.generation.quality import evaluate_counterfactual_quality
+from recourse.generation.quality import evaluate_counterfactual_quality, real_flip_rate
 from tests.conftest import BrightnessModel, random_faces, still_generator
 
 FAST = CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=5)
@@ -125,3 +125,10 @@ def test_judge_flip_rate_counts_only_tasks_the_judge_agreed_on(tiny_generator):
     assert itself.judge_agreed == 8 and itself.judge_flip_rate == itself.flip_rate
     assert evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(), tiny_generator,
                                            ("Smiling",), FAST, timing_samples=1).results[0].judge_flip_rate is None
+
+
+def test_real_flip_rate_counts_only_tasks_the_model_had_not_decided():
+    before, after, targets = torch.tensor([0, 0, 1, 0]), torch.tensor([1, 0, 1, 1]), torch.tensor([1, 1, 1, 1])
+    assert real_flip_rate(before, after, targets) == pytest.approx(66.67)
+    assert real_flip_rate(before, after, targets, group=torch.tensor([True, True, False, False])) == 50.0
+    assert real_flip_rate(targets, targets, targets) is None

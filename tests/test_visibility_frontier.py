@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from recourse.generation import CounterfactualConfig
-from scripts.visibility_frontier import edit_until_seen, flip_rate
+from scripts.visibility_frontier import edit_until_seen
 from tests.conftest import BrightnessModel
 
 
@@ -31,8 +31,3 @@ def test_the_edit_stops_once_both_models_decide_the_target(threshold, stops_past
     step = config.finish_learning_rate / (3 * 16 * 16) ** 0.5  # the most one step changes the mean
     assert stops_past <= brightness <= stops_past + 1.5 * step  # past the later boundary, by at most a step
 
-
-def test_flip_rate_counts_only_tasks_the_model_had_not_decided():
-    before, after, targets = torch.tensor([0, 0, 1, 0]), torch.tensor([1, 0, 1, 1]), torch.tensor([1, 1, 1, 1])
-    assert flip_rate(before, after, targets) == pytest.approx(100 * 2 / 3, abs=0.05)
-    assert flip_rate(targets, targets, targets) is None

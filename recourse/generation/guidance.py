@@ -208,10 +208,9 @@ def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index
             break
         direction = generator.project(direction).flatten(1)
         if guide is not None:
-            guide_logits = guide((images + delta).clamp(0, 1))
-            guide_objective = sign * guide_logits[:, index] - config.preserve_weight * F.binary_cross_entropy_with_logits(
-                guide_logits[:, others], guide_before, reduction="none").mean(dim=1)
-            axis, = torch.autograd.grad(guide_objective.sum(), delta)
+            objective = guide_objective(guide((images + delta).clamp(0, 1)), index, sign, guide_before,
+                                        config.preserve_weight)
+            axis, = torch.autograd.grad(objective.sum(), delta)
             direction = cone_projection(direction, generator.project(axis).flatten(1), config.cone_degrees)
         else:
             direction = direction / direction.norm(dim=1, keepdim=True).clamp_min(1e-12)
@@ -220,6 +219,17 @@ def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index
         delta = delta.detach() + config.finish_learning_rate * moving * direction.view_as(delta)
     result[~done] = delta.detach()[~done]  # not past the margin within the steps: the last edit
     return (images + result).clamp(0, 1)
+
+
+def guide_objective(guide_logits: torch.Tensor, index: int, sign: torch.Tensor, guide_before: torch.Tensor,
+                    preserve_weight: float) -> torch.Tensor:
+    """What the guide's gradient climbs (the cone's axis), per sample: its logit of the
+    attribute towards the target, less ``preserve_weight`` times how far its other 39
+    probabilities moved from ``guide_before``."""
+    others = torch.ones(guide_logits.shape[1], dtype=torch.bool)
+    others[index] = False
+    return sign * guide_logits[:, index] - preserve_weight * F.binary_cross_entropy_with_logits(
+        guide_logits[:, others], guide_before, reduction="none").mean(dim=1)
 
 
 def past_margin(gap: torch.Tensor, sign: torch.Tensor) -> torch.Tensor:

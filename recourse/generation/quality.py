@@ -74,7 +74,7 @@ def median_seconds_per_counterfactual(
     return statistics.median(seconds)
 
 
-def _real_flip_rate(before: torch.Tensor, after: torch.Tensor, targets: torch.Tensor,
+def real_flip_rate(before: torch.Tensor, after: torch.Tensor, targets: torch.Tensor,
                     group: torch.Tensor | None = None) -> float | None:
     """FR over the tasks (of ``group``) whose decision was not yet the target before the edit;
     ``None`` (JSON null, not NaN) when there are none."""
@@ -128,8 +128,8 @@ def evaluate_counterfactual_quality(
         results.append(AttributeQuality(
             attribute=attribute, n=len(x),
             flip_rate=round(flip_rate(classifier_after[:, index], targets), 2),
-            oracle_flip_rate=_real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets),
-            judge_flip_rate=_real_flip_rate(judge_before[:, index], judge_after[:, index], targets)
+            oracle_flip_rate=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets),
+            judge_flip_rate=real_flip_rate(judge_before[:, index], judge_after[:, index], targets)
             if judge is not None else None,
             judge_agreed=int(judged.sum()),
             mnac=round(mean_number_of_attributes_changed(oracle_before, oracle_after, index), 3),
@@ -138,7 +138,7 @@ def evaluate_counterfactual_quality(
             median_seconds=round(median_seconds_per_counterfactual(
                 x[:timing_samples], classifier, attribute, targets[:timing_samples], generator, config), 3),
             to_target_1=int(targets.sum()),
-            oracle_flip_rate_to_1=_real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 1),
-            oracle_flip_rate_to_0=_real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 0),
+            oracle_flip_rate_to_1=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 1),
+            oracle_flip_rate_to_0=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 0),
         ))
     return QualityReport(tuple(results), config, len(reference_images))
