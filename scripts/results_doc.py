@@ -219,7 +219,7 @@ def visibility_section() -> list[str]:
              "|---|---|---:|---|---:|---:|---:|---:|"]
     for row in record["rows"]:
         lines.append(f"| {row['attribute']} | {row['setting']} | {row['fr']:.1f} | {row['scored_by']} | "
-                     f"{row['cross_fr']:.1f} | {row['oracle_fr']:.1f} | {row['mnac']:.2f} | {row['proximity']:.4f} |")
+                     f"{row['cross_fr']:.2f} | {row['oracle_fr']:.1f} | {row['mnac']:.2f} | {row['proximity']:.4f} |")
     return lines + [""]
 
 
