@@ -115,6 +115,23 @@ def command_train_generator(args: argparse.Namespace) -> int:
     return 0
 
 
+def command_train_denoiser(args: argparse.Namespace) -> int:
+    from recourse.generation.denoiser_training import DenoiserTrainConfig, train_denoiser
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    config = DenoiserTrainConfig(**{k: v for k, v in (("steps", args.steps), ("seed", args.seed),
+                                                      ("batch_size", args.batch_size)) if v is not None})
+    train = load_images(args, "train", 64)
+    val = load_images(args, "val", 64)
+    ema = train_denoiser(train.images, val.images[:256], Path(args.state_dir), config, init_from=args.init_from,
+                         metadata={"training_command": _command_line(args), "recourse_version": __version__,
+                                   "data_split": "CelebA-HQ train ids 0-23999; curve on val ids 24000-24255"},
+                         max_minutes=args.max_minutes)
+    print(f"EMA weights in {ema}; copy them to {generator_dir().parent / 'denoiser'} to commit them")
+    return 0
+
+
 def _counterfactual_config(args: argparse.Namespace, base=None):
     """The generation settings: ``base`` (default: ``CounterfactualConfig()``) with the options given."""
     from recourse.generation import CounterfactualConfig
@@ -359,6 +376,18 @@ def build_parser() -> argparse.ArgumentParser:
     train_generator.add_argument("--resolution", type=int, default=64)
     train_generator.add_argument("--state-dir", default=str(DEFAULT_CACHE / "generator-state"))
     train_generator.set_defaults(run=command_train_generator)
+
+    denoiser = commands.add_parser("train-denoiser", help="train the face denoiser D(x, sigma), resumable")
+    add_data_options(denoiser)
+    denoiser.add_argument("--state-dir", default=str(DEFAULT_CACHE / "denoiser-state"),
+                          help="resumable state, learning curve and the latest EMA weights")
+    denoiser.add_argument("--init-from", help="start from these saved weights when the state folder is empty")
+    denoiser.add_argument("--steps", type=int, help="total optimiser steps (default 200000)")
+    denoiser.add_argument("--batch-size", type=int)
+    denoiser.add_argument("--seed", type=int)
+    denoiser.add_argument("--max-minutes", type=finite_float, help="stop (saving) once this much training is done in all")
+    denoiser.add_argument("--threads", type=int, help="torch threads (default: all cores)")
+    denoiser.set_defaults(run=command_train_denoiser)
 
     quality = commands.add_parser("evaluate-counterfactuals", help="FR, judge FR, oracle FR, MNAC, proximity, FD, time")
     add_data_options(quality)
