@@ -34,7 +34,7 @@ from recourse import __version__
 from recourse.attribution import AttributionComparison, AttributionConfig, compare_maps, integrated_gradients, occlusion
 from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, attribute_index, to_float_images
-from recourse.generation import CounterfactualConfig, FaceGenerator, default_generator
+from recourse.generation import CounterfactualConfig, FaceGenerator
 from recourse.metrics import ImageRecourse
 from recourse.paired import Student, paired_recourse
 
@@ -334,7 +334,8 @@ def audit_steps(
     teacher = teacher if teacher is not None else models.load_teacher()
     student = student if student is not None else models.load_student(variant)
     # generate() works on its own copy of the scheduler, so audits may share the generator
-    generator = generator if generator is not None else default_generator()
+    # the committed generator, its files checked against their manifest
+    generator = generator if generator is not None else models.load_generator()
     seconds: dict[str, float] = {}
     started = time.perf_counter()
 

@@ -1,4 +1,12 @@
-"""Saving and loading classifiers as safetensors + a JSON config; nothing is unpickled."""
+"""Saving and loading classifiers as safetensors + a JSON config; nothing is unpickled.
+
+Every checkpoint folder carries a content manifest (``manifest.json``: the SHA-256 of each
+of its files), written when the checkpoint is made and checked whenever a file of it is
+read, on the very bytes that are then parsed. Shape checks alone let a checkpoint with
+flipped biases or altered weight bytes load and give wrong numbers without a word. The
+manifest is not a signature: whoever can write the folder can re-record it; it makes any
+change to a checkpoint's content a deliberate, reviewable step (``python -m
+scripts.record_manifests FOLDER``) instead of a silent one."""
 
 from __future__ import annotations
 
@@ -10,7 +18,8 @@ from typing import Any
 
 import torch
 from safetensors import SafetensorError
-from safetensors.torch import load_file, save_file
+from safetensors.torch import load as load_safetensors
+from safetensors.torch import save_file
 from torch import nn
 
 from recourse.classifier import AttributeClassifier, ClassifierConfig
@@ -19,10 +28,71 @@ from recourse.paths import shown
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
+MANIFEST_FILE = "manifest.json"
+RECORD_COMMAND = "python -m scripts.record_manifests"
 
 
 class CheckpointError(ValueError):
-    """A checkpoint folder is missing or does not match its config."""
+    """A checkpoint folder is missing, does not match its config or its manifest."""
+
+
+def write_manifest(directory: str | os.PathLike) -> Path:
+    """Record the SHA-256 of every file under ``directory`` (sub-folders included, other
+    manifests excepted) in its ``manifest.json``."""
+    directory = Path(directory)
+    digests = {file.relative_to(directory).as_posix(): hashlib.sha256(file.read_bytes()).hexdigest()
+               for file in sorted(directory.rglob("*")) if file.is_file() and file.name != MANIFEST_FILE}
+    path = directory / MANIFEST_FILE
+    path.write_text(json.dumps({"sha256": digests}, indent=2) + "\n")
+    return path
+
+
+def _manifest(directory: Path) -> dict[str, str]:
+    path = directory / MANIFEST_FILE
+    if not path.is_file():
+        raise CheckpointError(f"{shown(path)}: no content manifest; if you made this checkpoint, record one with "
+                              f"{RECORD_COMMAND} {shown(directory)}")
+    try:
+        digests = json.loads(path.read_text()).get("sha256")
+    except (json.JSONDecodeError, UnicodeDecodeError, OSError, AttributeError):
+        digests = None
+    if not isinstance(digests, dict) or not all(isinstance(v, str) for v in digests.values()):
+        raise CheckpointError(f"{shown(path)}: not a content manifest (expected {{\"sha256\": {{file: digest}}}})")
+    return digests
+
+
+def verified_bytes(path: str | os.PathLike, root: str | os.PathLike | None = None) -> bytes:
+    """The bytes of a checkpoint file, after checking them against the manifest of ``root``
+    (default: the file's own folder). Read once: what is checked is what gets parsed."""
+    path = Path(path)
+    root = Path(root) if root is not None else path.parent
+    expected = _manifest(root).get(path.relative_to(root).as_posix())
+    if expected is None:
+        raise CheckpointError(f"{shown(path)}: not listed in {shown(root / MANIFEST_FILE)}")
+    data = path.read_bytes()
+    if hashlib.sha256(data).hexdigest() != expected:
+        raise CheckpointError(f"{shown(path)}: its content does not match {shown(root / MANIFEST_FILE)} "
+                              "(changed or damaged since the checkpoint was made)")
+    return data
+
+
+def verify_folder(directory: str | os.PathLike) -> None:
+    """Check every file under ``directory`` against its manifest: each listed file is there
+    with its recorded content, and no file is there that the manifest does not list. For
+    folders read by other libraries (the generator's diffusers parts), which open the files
+    themselves."""
+    directory = Path(directory)
+    digests = _manifest(directory)
+    present = {file.relative_to(directory).as_posix() for file in directory.rglob("*")
+               if file.is_file() and file.name != MANIFEST_FILE}
+    unlisted = sorted(present - set(digests))
+    if unlisted:
+        raise CheckpointError(f"{shown(directory / unlisted[0])}: not listed in {shown(directory / MANIFEST_FILE)}")
+    for name in sorted(digests):
+        if name not in present:
+            raise CheckpointError(f"{shown(directory / name)}: listed in {shown(directory / MANIFEST_FILE)} "
+                                  "but missing")
+        verified_bytes(directory / name, directory)
 
 
 def write_checkpoint(module: nn.Module, directory: str | os.PathLike, config: dict[str, Any]) -> Path:
@@ -32,6 +102,7 @@ def write_checkpoint(module: nn.Module, directory: str | os.PathLike, config: di
     state = {k: v.detach().contiguous().clone() for k, v in module.state_dict().items()}
     save_file(state, str(directory / WEIGHTS_FILE))
     (directory / CONFIG_FILE).write_text(json.dumps(config, indent=2) + "\n")
+    write_manifest(directory)
     return directory
 
 
@@ -42,8 +113,9 @@ def read_weights(path: str | os.PathLike) -> dict[str, torch.Tensor]:
     path = Path(path)
     if not path.is_file():
         raise CheckpointError(f"{shown(path)}: weights not found")
+    data = verified_bytes(path)
     try:
-        state = load_file(str(path))
+        state = load_safetensors(data)
     except (SafetensorError, OSError, ValueError) as error:
         raise CheckpointError(f"{shown(path)}: not a readable safetensors file ({error})") from None
     broken = [name for name, tensor in state.items()
@@ -79,8 +151,9 @@ def read_config(directory: str | os.PathLike) -> dict[str, Any]:
     path = Path(directory) / CONFIG_FILE
     if not path.is_file():
         raise CheckpointError(f"{shown(path)}: checkpoint config not found")
+    data = verified_bytes(path)
     try:
-        config = json.loads(path.read_text())
+        config = json.loads(data.decode())
     except (json.JSONDecodeError, UnicodeDecodeError, OSError) as error:
         raise CheckpointError(f"{shown(path)}: not valid JSON ({error})") from None
     if not isinstance(config, dict):
@@ -135,6 +208,7 @@ def update_config(directory: str | os.PathLike, **fields: Any) -> None:
     config = read_config(directory)
     config.update(fields)
     path.write_text(json.dumps(config, indent=2) + "\n")
+    write_manifest(directory)
 
 
 def file_digest(path: Path) -> str:

@@ -11,10 +11,10 @@ import logging
 
 from torch import nn
 
-from recourse.checkpoints import CONFIG_FILE, CheckpointError, load_classifier
+from recourse.checkpoints import CONFIG_FILE, CheckpointError, load_classifier, verify_folder
 from recourse.compression import METHODS, QuantizedModel, load_variant
 from recourse.paired import Student
-from recourse.paths import judge_dir, shown, teacher_dir, variants_dir
+from recourse.paths import generator_dir, judge_dir, shown, teacher_dir, variants_dir
 
 VARIANTS: tuple[str, ...] = METHODS  # one committed variant per method, in the registry's order
 
@@ -34,6 +34,28 @@ def load_judge() -> nn.Module:
     """The independent, adversarially robust judge: it reports whether a counterfactual
     changes what a person sees, and never guides one."""
     return load_classifier(judge_dir()).eval()
+
+
+@functools.lru_cache(maxsize=1)
+def load_generator():
+    """The committed generator, its files checked against its manifest first (diffusers
+    opens them itself); any failure to load it is a :class:`CheckpointError` naming the
+    folder, as for the classifiers, never a library's raw error."""
+    directory = generator_dir()
+    if not directory.is_dir():
+        raise CheckpointError(f"{shown(directory)}: the committed generator is missing; "
+                              "train one with python -m recourse train-generator")
+    verify_folder(directory)
+    from recourse.generation import default_generator
+
+    try:
+        return default_generator()  # cached: loaded and checked once
+    except CheckpointError:
+        raise
+    except (OSError, ValueError, KeyError, RuntimeError) as error:
+        text = str(error).strip().splitlines()
+        raise CheckpointError(f"{shown(directory)}: the generator does not load "
+                              f"({text[0][:200] if text else type(error).__name__})") from None
 
 
 def variant_is_built(variant: str) -> bool:
@@ -95,5 +117,6 @@ def clear_loaded() -> None:
     checkpoints again (after ``RECOURSE_HOME`` or a checkpoint changes)."""
     load_teacher.cache_clear()
     load_judge.cache_clear()
+    load_generator.cache_clear()
     _load_committed_variant.cache_clear()
     _variant_status.cache_clear()

@@ -13,7 +13,7 @@ from torch import nn
 
 from recourse.audit import COMMITTED, AuditSettings, JudgeView, judge_view, model_resolution, resolve_judge
 from recourse.data import DatasetError, attribute_index, to_float_images
-from recourse.generation import FaceGenerator, default_generator
+from recourse.generation import FaceGenerator
 from recourse.metrics import ImageRecourse
 from recourse.paired import Student, flip_targets, paired_recourse
 
@@ -112,7 +112,8 @@ def scan_images(
 
     teacher = teacher if teacher is not None else models.load_teacher()
     student = student if student is not None else models.load_student(variant)
-    generator = generator if generator is not None else default_generator()
+    # the committed generator, its files checked against their manifest
+    generator = generator if generator is not None else models.load_generator()
     judge = resolve_judge(judge, model_resolution(teacher))
     index = attribute_index(attribute)
     images = iter(images)

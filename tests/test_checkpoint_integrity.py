@@ -11,7 +11,7 @@ import pytest
 import torch
 from safetensors.torch import load_file, save_file
 
-from recourse.checkpoints import CheckpointError, load_classifier, save_classifier
+from recourse.checkpoints import CheckpointError, load_classifier, save_classifier, write_manifest
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 from recourse.compression import MixedPrecQATConfig, PTQInt8Config, load_variant, quantize, save_variant
 from recourse.data import ATTRIBUTES
@@ -45,16 +45,21 @@ def copy_of(saved, tmp_path):
     return copy
 
 
+# The edits below re-record the manifest, as a tamperer who can write the folder would:
+# the loader's own checks must still catch what they catch. Unrecorded changes are refused
+# by the manifest (test_unrecorded_changes_to_committed_checkpoints_are_refused).
 def _edit_config(directory: Path, edit) -> None:
     record = json.loads((directory / "config.json").read_text())
     edit(record)
     (directory / "config.json").write_text(json.dumps(record))
+    write_manifest(directory)
 
 
 def _edit_weights(directory: Path, edit) -> None:
     state = load_file(str(directory / "model.safetensors"))
     edit(state)
     save_file(state, str(directory / "model.safetensors"))
+    write_manifest(directory)
 
 
 def _raises(load, directory: Path, message: str) -> str:
@@ -95,6 +100,7 @@ def test_tampered_variant_configs_are_refused(copy_of, edit, message):
 def test_a_config_that_is_not_an_object_is_refused(copy_of):
     directory = copy_of("ptq-int8")
     (directory / "config.json").write_text("[1, 2]")
+    write_manifest(directory)
     _raises(load_variant, directory, "expected an object of fields")
 
 
@@ -150,7 +156,10 @@ def test_truncated_or_foreign_weights_are_a_checkpoint_error(copy_of, name, dama
     directory = copy_of(name)
     weights = directory / "model.safetensors"
     weights.write_bytes(damage(weights.read_bytes()))
-    _raises(load_variant if name != "classifier" else load_classifier, directory, "not a readable safetensors file")
+    load = load_variant if name != "classifier" else load_classifier
+    _raises(load, directory, "model.safetensors: its content does not match manifest.json")  # not recorded
+    write_manifest(directory)
+    _raises(load, directory, "not a readable safetensors file")  # recorded: the parser still refuses it
 
 
 @pytest.mark.parametrize("edit, message", [
@@ -206,3 +215,71 @@ def test_variant_status_refuses_what_is_not_a_variant_name(home):
             variant_status(value)
         with pytest.raises(ValueError, match="unknown variant"):
             load_committed_variant(value)
+
+
+# --- the issue's attacks on the committed checkpoints: content, not shape -------------------
+
+COMMITTED = Path(__file__).resolve().parents[1] / "checkpoints"
+
+
+def _flip_output_biases(directory: Path) -> None:
+    weights = directory / "model.safetensors"
+    state = load_file(str(weights))
+    bias = [name for name, tensor in state.items() if name.startswith("head.") and name.endswith("bias")
+            and tensor.shape == (40,)]
+    assert len(bias) == 1, bias  # the head's 40 output biases
+    state[bias[0]] = -state[bias[0]]
+    save_file(state, str(weights))
+
+
+def _invert_bytes(directory: Path, count: int = 10_368) -> None:
+    """Invert ``count`` bytes in the middle of the weights (the tensors' data, not the
+    header): the file still parses and every shape still fits."""
+    weights = directory / "model.safetensors"
+    data = bytearray(weights.read_bytes())
+    start = len(data) // 2
+    data[start:start + count] = bytes(255 - b for b in data[start:start + count])
+    weights.write_bytes(bytes(data))
+
+
+@pytest.mark.parametrize("name, load, damage", [
+    ("classifier", load_classifier, _flip_output_biases),
+    ("variants/gptq", load_variant, _invert_bytes),
+    ("judge", load_classifier, _flip_output_biases),
+])
+def test_unrecorded_changes_to_committed_checkpoints_are_refused(tmp_path, name, load, damage):
+    """Before the manifest both loaded silently and audited with wrong numbers."""
+    source = COMMITTED / name
+    if not (source / "config.json").is_file():
+        pytest.skip(f"checkpoints/{name} is not committed here")
+    directory = Path(shutil.copytree(source, tmp_path / name.replace("/", "-")))
+    load(directory)  # the copy as committed loads
+    damage(directory)
+    _raises(load, directory, "model.safetensors: its content does not match manifest.json")
+
+
+def test_every_committed_checkpoint_has_a_true_manifest():
+    from recourse.checkpoints import verify_folder
+    from scripts.record_manifests import committed_folders
+
+    folders = committed_folders(COMMITTED)
+    assert COMMITTED / "classifier" in folders and COMMITTED / "generator" in folders
+    for folder in folders:
+        verify_folder(folder)
+
+
+def test_a_changed_generator_file_is_a_checkpoint_error(tmp_path, monkeypatch):
+    """The generator is opened by diffusers, which raised a raw OSError on a truncated file
+    and loaded altered weights silently; its files are checked against the manifest first."""
+    from recourse import models
+
+    home = tmp_path / "home"
+    shutil.copytree(COMMITTED / "generator", home / "checkpoints" / "generator")
+    weights = home / "checkpoints" / "generator" / "denoiser" / "diffusion_pytorch_model.safetensors"
+    weights.write_bytes(weights.read_bytes()[:1000])  # truncated
+    monkeypatch.setenv("RECOURSE_HOME", str(home))
+    with pytest.raises(CheckpointError, match="denoiser/diffusion_pytorch_model.safetensors: its content does not"):
+        models.load_generator()
+    (home / "checkpoints" / "generator" / "extra.bin").write_bytes(b"x")
+    with pytest.raises(CheckpointError, match="extra.bin: not listed"):
+        models.load_generator()

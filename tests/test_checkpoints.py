@@ -5,7 +5,7 @@ import torch
 
 from recourse.checkpoints import (
     CheckpointError, load_classifier, load_training_state, read_config, save_classifier, save_training_state,
-    update_config,
+    update_config, write_manifest,
 )
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 
@@ -49,6 +49,34 @@ def test_update_config_keeps_other_fields(saved):
     (lambda d: (d / "config.json").write_text(json.dumps({"architecture": "Pickle"})), "unknown architecture"),
 ])
 def test_broken_checkpoints_are_reported(saved, damage, message):
+    """Checkpoints made broken (their manifest recorded after the damage): the loader's own
+    checks still say what is wrong."""
+    _, directory = saved
+    damage(directory)
+    write_manifest(directory)
+    with pytest.raises(CheckpointError, match=message):
+        load_classifier(directory)
+
+
+def test_a_checkpoint_records_its_manifest_and_update_config_keeps_it_true(saved):
+    _, directory = saved
+    recorded = json.loads((directory / "manifest.json").read_text())["sha256"]
+    assert set(recorded) == {"config.json", "model.safetensors"}
+    update_config(directory, note="kept")
+    assert load_classifier(directory) is not None  # the manifest was re-recorded with the config
+
+
+@pytest.mark.parametrize("damage, message", [
+    (lambda d: (d / "config.json").write_text("{"), r"config.json: its content does not match manifest.json"),
+    (lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:-4]),
+     r"model.safetensors: its content does not match manifest.json"),
+    (lambda d: (d / "manifest.json").unlink(), r"manifest.json: no content manifest; .* scripts.record_manifests"),
+    (lambda d: (d / "manifest.json").write_text(json.dumps({"sha256": {
+        "config.json": json.loads((d / "manifest.json").read_text())["sha256"]["config.json"]}})),
+     r"model.safetensors: not listed in .*manifest.json"),
+    (lambda d: (d / "manifest.json").write_text("[]"), r"manifest.json: not a content manifest"),
+])
+def test_changes_the_manifest_does_not_record_are_refused(saved, damage, message):
     _, directory = saved
     damage(directory)
     with pytest.raises(CheckpointError, match=message):

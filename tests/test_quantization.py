@@ -194,12 +194,13 @@ def test_methods_that_need_labels_or_recourse_points_say_so(model_and_images):
 
 
 def test_broken_variant_folder_is_reported(tmp_path):
-    from recourse.checkpoints import CheckpointError
+    from recourse.checkpoints import CheckpointError, write_manifest
     from recourse.compression import load_variant
 
     with pytest.raises(CheckpointError, match="config not found"):
         load_variant(tmp_path)
     (tmp_path / "config.json").write_text('{"architecture": "AttributeClassifier"}')
+    write_manifest(tmp_path)  # recorded: the loader's own check must still refuse it
     with pytest.raises(CheckpointError, match="not a compressed variant"):
         load_variant(tmp_path)
 
@@ -330,7 +331,7 @@ def test_only_fixed_width_methods_take_ends_bits():
 def test_storage_refuses_widths_the_method_does_not_give_a_layer(model_and_images, tmp_path, config, layer, bits):
     import json
 
-    from recourse.checkpoints import CheckpointError
+    from recourse.checkpoints import CheckpointError, write_manifest
     from recourse.compression import load_variant, save_variant
 
     model, images = model_and_images
@@ -339,5 +340,6 @@ def test_storage_refuses_widths_the_method_does_not_give_a_layer(model_and_image
     record = json.loads((tmp_path / "v" / "config.json").read_text())
     record["layer_bits"][layer] = bits
     (tmp_path / "v" / "config.json").write_text(json.dumps(record))
+    write_manifest(tmp_path / "v")  # recorded: the loader's own check must still refuse it
     with pytest.raises(CheckpointError, match=f"layer {layer} has {bits} bits; {config.method} uses"):
         load_variant(tmp_path / "v")

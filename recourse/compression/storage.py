@@ -14,7 +14,9 @@ import torch
 from safetensors.torch import save_file
 from torch import nn
 
-from recourse.checkpoints import CONFIG_FILE, WEIGHTS_FILE, CheckpointError, classifier_config, read_config, read_weights
+from recourse.checkpoints import (
+    CONFIG_FILE, WEIGHTS_FILE, CheckpointError, classifier_config, read_config, read_weights, write_manifest,
+)
 from recourse.classifier import AttributeClassifier
 from recourse.compression.api import QuantizedModel, config_classes
 from recourse.compression.bitpack import pack_codes, unpack_codes
@@ -47,6 +49,7 @@ def save_variant(variant: QuantizedModel, base: nn.Module, directory: str | os.P
         **variant.details, **(metadata or {}),
     }
     (directory / CONFIG_FILE).write_text(json.dumps(record, indent=2) + "\n")
+    write_manifest(directory)
     return directory
 
 
