@@ -204,10 +204,22 @@ def _to_rgb(image: Image.Image, levels: float) -> Image.Image:
 CASCADES = ("haarcascade_frontalface_default.xml", "haarcascade_frontalface_alt2.xml")
 
 
+class FaceDetectorError(RuntimeError):
+    """The installed OpenCV has no Haar face detector (OpenCV 5 removed it): the environment
+    is wrong, not the photo."""
+
+
+# pyproject.toml's range: the versions whose cv2.CascadeClassifier this module is tested with.
+OPENCV_RANGE = "opencv-python-headless>=4.12,<5"
+
+
 @functools.lru_cache(maxsize=None)
 def _cascade(name: str):
     import cv2
 
+    if not hasattr(cv2, "CascadeClassifier") or not hasattr(getattr(cv2, "data", None), "haarcascades"):
+        raise FaceDetectorError(f"OpenCV {cv2.__version__} has no Haar face detector (cv2.CascadeClassifier); "
+                                f"install {OPENCV_RANGE!r}")
     cascade = cv2.CascadeClassifier(os.path.join(cv2.data.haarcascades, name))
     if cascade.empty():
         raise RuntimeError(f"OpenCV's face cascade {name} is missing from the cv2 package")
