@@ -11,20 +11,36 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-import torch
-
+# Only light modules here: torch, diffusers and OpenCV are imported inside the commands
+# that use them, so that --help and argument errors answer at once.
 from recourse import __version__
-from recourse.checkpoints import CheckpointError, load_classifier, read_config, update_config
-from recourse.compression import METHODS
-from recourse.data import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, QUALITY_ATTRIBUTES, SPLITS, DatasetError, LabelledImages, detect_layout, load_framed_split
-from recourse.generation import STOP_SEARCHES
+from recourse.names import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, METHODS, QUALITY_ATTRIBUTES, SPLITS, STOP_SEARCHES
 from recourse.paths import (
-    DEFAULT_CACHE, checkpoints_dir, generator_dir, guide_dir, judge_dir, oracle_dir, shown, teacher_dir, variants_dir,
+    DEFAULT_CACHE, checkpoints_dir, generator_dir, guide_dir, home_message, judge_dir, oracle_dir, require_checkpoints,
+    shown, teacher_dir, variants_dir,
 )
-from recourse.progress import progress_bar, stage_bars
 from recourse.validation import check_outputs, finite_float
 
 MODEL_DIRS = {"classifier": teacher_dir, "oracle": oracle_dir, "judge": judge_dir, "guide": guide_dir}
+# The margin of the single-face commands (audit, counterfactual) and of the app: the minimal
+# recourse (recourse.audit.minimal_recourse). The dataset commands keep the generator's own
+# default (CounterfactualConfig.margin, 6), which their recorded results were made with.
+SINGLE_FACE_MARGIN = 0.0
+DATASET_MARGIN = 6.0
+MARGIN_NOTES = {SINGLE_FACE_MARGIN: ": the minimal recourse, as in audit, counterfactual and the app",
+                DATASET_MARGIN: ", the dataset commands' setting; audit, counterfactual and the app use 0"}
+
+
+def load_classifier(directory):
+    from recourse.checkpoints import load_classifier as load
+
+    return load(directory)
+
+
+def load_framed_split(*args, **kwargs):
+    from recourse.data import load_framed_split as load
+
+    return load(*args, **kwargs)
 
 
 def _command_line(args: argparse.Namespace) -> str:
@@ -46,6 +62,9 @@ def _model_dir(args: argparse.Namespace, given: str | None, preset: str = "class
 
 
 def load_images(args: argparse.Namespace, split: str, resolution: int) -> LabelledImages:
+    from recourse.data import detect_layout
+    from recourse.progress import progress_bar
+
     verb = "aligning" if detect_layout(args.data) == "celeba" else "loading"
     images = load_framed_split(Path(args.data), split, resolution, _cache(args), progress_bar(f"{verb} {split}"))
     if images.framing:
@@ -54,6 +73,9 @@ def load_images(args: argparse.Namespace, split: str, resolution: int) -> Labell
 
 
 def command_train_classifier(args: argparse.Namespace) -> int:
+    import torch
+
+    from recourse.checkpoints import update_config
     from recourse.evaluation import evaluate_accuracy
     from recourse.training import PRESETS, train_classifier
 
@@ -83,6 +105,8 @@ def command_train_classifier(args: argparse.Namespace) -> int:
 
 
 def command_evaluate(args: argparse.Namespace) -> int:
+    from recourse.checkpoints import read_config
+    from recourse.data import detect_layout
     from recourse.evaluation import evaluate_accuracy
     from recourse.render.text import accuracy_lines
 
@@ -116,6 +140,8 @@ def command_train_generator(args: argparse.Namespace) -> int:
 
 
 def command_train_denoiser(args: argparse.Namespace) -> int:
+    import torch
+
     from recourse.generation.denoiser_training import DenoiserTrainConfig, train_denoiser
 
     if args.threads:
@@ -132,6 +158,13 @@ def command_train_denoiser(args: argparse.Namespace) -> int:
     return 0
 
 
+def _single_face_config():
+    """The generator's settings for one face (audit, counterfactual): the minimal recourse."""
+    from recourse.generation import CounterfactualConfig
+
+    return replace(CounterfactualConfig(), margin=SINGLE_FACE_MARGIN)
+
+
 def _counterfactual_config(args: argparse.Namespace, base=None):
     """The generation settings: ``base`` (default: ``CounterfactualConfig()``) with the options given."""
     from recourse.generation import CounterfactualConfig
@@ -143,6 +176,9 @@ def _counterfactual_config(args: argparse.Namespace, base=None):
 
 
 def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
+    import torch
+
+    from recourse.progress import stage_bars
     from recourse.generation import load_generator
     from recourse.generation.quality import evaluate_counterfactual_quality
     from recourse.render.text import quality_lines
@@ -168,17 +204,40 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     return 0
 
 
+def _guiding_model(args: argparse.Namespace):
+    """The model a counterfactual is made for, as a :class:`recourse.paired.Student`, and its
+    input size: a committed variant (``--variant``), a variant folder or a classifier folder
+    (``--checkpoint``). A variant's twin guides and its decider stops, as in an audit; a
+    classifier does both."""
+    from recourse.checkpoints import read_config
+    from recourse.compression import load_variant
+    from recourse.paired import Student
+
+    if args.variant is not None:
+        from recourse import models
+
+        student = models.load_student(args.variant)
+        return student, int(read_config(variants_dir() / args.variant)["classifier"]["resolution"])
+    directory = _model_dir(args, args.checkpoint)
+    record = read_config(directory)
+    if "method" in record:  # a compressed variant's folder
+        return Student.from_variant(directory.name, load_variant(directory)), int(record["classifier"]["resolution"])
+    model = load_classifier(directory)
+    return Student(shown(directory), model, model), model.config.resolution
+
+
 def command_counterfactual(args: argparse.Namespace) -> int:
     from recourse.data import attribute_index, resize_square, to_float_images
     from recourse.faces import align_face, load_photo
-    from recourse.generation import generate, load_generator
-    from recourse.paired import flip_targets
+    from recourse.generation import load_generator
+    from recourse.paired import flip_targets, own_recourse
     from recourse.render.pictures import side_by_side
 
     attribute_index(args.attribute)  # an unknown attribute is refused before any photo is read
-    config = _counterfactual_config(args)
-    model = load_classifier(_model_dir(args, args.checkpoint))
-    resolution = model.config.resolution
+    if args.variant is not None and args.checkpoint is not None:
+        raise ValueError("give --variant or --checkpoint, not both")
+    config = _counterfactual_config(args, _single_face_config())
+    student, resolution = _guiding_model(args)
     if args.no_align:
         image = resize_square(load_photo(args.image), resolution)
     else:
@@ -186,16 +245,22 @@ def command_counterfactual(args: argparse.Namespace) -> int:
         print(aligned.message)
         image = aligned.image
     x = to_float_images(image[None])
-    target = args.target if args.target is not None else int(flip_targets(model, x, args.attribute)[0])
-    result = generate(x, model, args.attribute, target, config, load_generator(args.generator))
+    target = args.target if args.target is not None else int(flip_targets(student.decider, x, args.attribute)[0])
+    result = own_recourse(x, args.attribute, target, student, config, load_generator(args.generator))
     side_by_side(result.originals[0], result.images[0]).save(args.out)
-    print(f"{args.attribute}: p = {result.probability_before.item():.3f} → {result.probability_after.item():.3f} "
+    guided = ("its fake-quantized twin guided, its integer model decided" if student.kind == "integer"
+              else "it guided and decided")
+    print(f"{student.name} ({guided}), margin {config.margin:g}: {args.attribute} p = "
+          f"{result.probability_before.item():.3f} → {result.probability_after.item():.3f} "
           f"(target {target}, {'valid' if result.valid.item() else 'NOT valid'}), cost {result.cost.item():.4f}, "
           f"{result.seconds:.2f} s; wrote {args.out}")
     return 0
 
 
 def command_quantize(args: argparse.Namespace) -> int:
+    import torch
+
+    from recourse.progress import stage_bars
     from recourse.compression import config_classes, make_config, quantize, save_variant
     from recourse.compression.recourse_points import teacher_recourse_points
 
@@ -245,6 +310,7 @@ def command_audit(args: argparse.Namespace) -> int:
 
 def command_benchmark(args: argparse.Namespace) -> int:
     from recourse.benchmark import BenchmarkConfig, BenchmarkSettings, run_benchmark
+    from recourse.progress import stage_bars
     from recourse.render.benchmark import markdown_table, write_markdown
 
     settings = BenchmarkSettings(n=args.n, first_task=args.first_task, attributes=tuple(args.attributes),
@@ -275,7 +341,7 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--cache-dir", default=str(DEFAULT_CACHE), help="where decoded images are cached")
         sub.add_argument("--no-cache", action="store_true", help="decode images without reading or writing a cache")
 
-    def add_generation_options(sub: argparse.ArgumentParser) -> None:
+    def add_generation_options(sub: argparse.ArgumentParser, margin: float = DATASET_MARGIN) -> None:
         sub.add_argument("--generator", default=str(generator_dir()),
                          help="generator folder, or a diffusers pipeline folder or hub id")
         sub.add_argument("--steps", type=int, help="DDIM steps over the whole schedule (DDIM stage)")
@@ -283,7 +349,8 @@ def build_parser() -> argparse.ArgumentParser:
                          help="fraction of the schedule to noise to, 0-1 (default 0: no DDIM stage)")
         sub.add_argument("--guidance-scale", type=finite_float, help="DDIM stage")
         sub.add_argument("--margin", type=finite_float,
-                         help="edit until the target logit is this far past the decision boundary (default 6)")
+                         help=f"edit until the target logit is this far past the decision boundary (default "
+                              f"{margin:g}{MARGIN_NOTES[margin]})")
         sub.add_argument("--cone-degrees", type=finite_float,
                          help="largest angle between an edit step and the robust guide's gradient (default 15)")
         sub.add_argument("--finish-steps", type=int, help="most editing steps (default 120)")
@@ -406,9 +473,13 @@ def build_parser() -> argparse.ArgumentParser:
     single.add_argument("--attribute", required=True)
     single.add_argument("--target", type=int, choices=(0, 1), help="default: flip the classifier's decision")
     single.add_argument("--out", required=True, help="PNG to write")
-    single.add_argument("--checkpoint", help="guiding classifier (default checkpoints/classifier)")
+    single.add_argument("--variant", choices=METHODS,
+                        help="a committed compressed variant: its fake-quantized twin guides the edit and its "
+                             "integer model decides where it stops, as in audit")
+    single.add_argument("--checkpoint", help="a classifier folder or a compressed variant's folder "
+                                             "(default checkpoints/classifier, the full-precision model)")
     single.add_argument("--no-align", action="store_true", help="the photo is already a CelebA-HQ-framed face")
-    add_generation_options(single)
+    add_generation_options(single, SINGLE_FACE_MARGIN)
     single.set_defaults(run=command_counterfactual)
 
     audit = commands.add_parser("audit", help="per-image recourse audit of a compressed variant against the classifier")
@@ -419,11 +490,22 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--steps", type=int, help="DDIM steps over the whole schedule")
     audit.add_argument("--guidance-scale", type=finite_float)
     audit.add_argument("--margin", type=finite_float,
-                       help="logits past the boundary each recourse is pushed (default 0: the minimal recourse)")
+                       help=f"logits past the boundary each recourse is pushed (default {SINGLE_FACE_MARGIN:g}"
+                            f"{MARGIN_NOTES[SINGLE_FACE_MARGIN]})")
     audit.add_argument("--seed", type=int)
     audit.add_argument("--json", help="write the whole audit here")
     audit.set_defaults(run=command_audit)
     return parser
+
+
+def _uses_committed_models(args: argparse.Namespace) -> bool:
+    """Whether the command reads ``checkpoints/`` whatever its options: then a missing folder
+    is said in one line naming RECOURSE_HOME before anything else is loaded."""
+    if args.command == "audit":
+        return True
+    if args.command == "counterfactual":
+        return args.variant is not None or args.checkpoint is None or args.generator == str(generator_dir())
+    return False
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -432,7 +514,17 @@ def main(argv: list[str] | None = None) -> int:
     args.argv = argv
     try:
         check_outputs(args)
+        if _uses_committed_models(args):
+            require_checkpoints()
         return args.run(args)
-    except (DatasetError, CheckpointError, ValueError) as error:
+    except Exception as error:  # noqa: BLE001  the expected kinds are told apart below
+        from recourse.checkpoints import CheckpointError
+        from recourse.data import DatasetError
+        from recourse.faces import FaceDetectorError
+
+        if not isinstance(error, (DatasetError, CheckpointError, FaceDetectorError, ValueError)):
+            raise
+        if isinstance(error, CheckpointError) and not checkpoints_dir().is_dir():
+            error = home_message()  # a default model path, read where there are no checkpoints
         print(f"error: {error}", file=sys.stderr)
         return 2

@@ -23,29 +23,10 @@ import torch.nn.functional as F
 from PIL import Image
 
 from recourse import image_cache
-
-ATTRIBUTES: tuple[str, ...] = (
-    "5_o_Clock_Shadow", "Arched_Eyebrows", "Attractive", "Bags_Under_Eyes", "Bald",
-    "Bangs", "Big_Lips", "Big_Nose", "Black_Hair", "Blond_Hair", "Blurry", "Brown_Hair",
-    "Bushy_Eyebrows", "Chubby", "Double_Chin", "Eyeglasses", "Goatee", "Gray_Hair",
-    "Heavy_Makeup", "High_Cheekbones", "Male", "Mouth_Slightly_Open", "Mustache",
-    "Narrow_Eyes", "No_Beard", "Oval_Face", "Pale_Skin", "Pointy_Nose",
-    "Receding_Hairline", "Rosy_Cheeks", "Sideburns", "Smiling", "Straight_Hair",
-    "Wavy_Hair", "Wearing_Earrings", "Wearing_Hat", "Wearing_Lipstick",
-    "Wearing_Necklace", "Wearing_Necktie", "Young",
-)
-
-# The attributes a recourse task asks about by default (benchmark, recourse points, quality).
-DEFAULT_ATTRIBUTES: tuple[str, ...] = ("Smiling", "Young", "Male", "Eyeglasses")
-# The generator is judged on these: the four above and four more, global and local.
-QUALITY_ATTRIBUTES: tuple[str, ...] = (*DEFAULT_ATTRIBUTES, "Blond_Hair", "Bangs", "Mouth_Slightly_Open", "Heavy_Makeup")
-# The benchmark's held-out tasks: attributes no counterfactual-aware method saw recourse
-# points of (those are made on DEFAULT_ATTRIBUTES only).
-HELD_OUT_ATTRIBUTES: tuple[str, ...] = ("Blond_Hair", "Bangs", "Mouth_Slightly_Open", "Heavy_Makeup", "Black_Hair",
-                                        "Wavy_Hair", "High_Cheekbones", "Wearing_Lipstick")
+# Defined in recourse.names (light, for the command line's --help); re-exported from here.
+from recourse.names import ATTRIBUTES, DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, QUALITY_ATTRIBUTES, SPLITS  # noqa: F401
 
 Split = Literal["train", "val", "test", "all"]
-SPLITS: tuple[str, ...] = ("train", "val", "test", "all")
 Layout = Literal["celeba-hq", "celeba"]
 
 # CelebA-HQ has no official split; the project's fixed one (shared/data/README.md).

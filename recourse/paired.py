@@ -152,6 +152,16 @@ class StudentRecourse:
     twin_probability_after: torch.Tensor  # the twin's p_a(x'_g)
 
 
+def own_recourse(images: torch.Tensor, attribute: str, targets: int | torch.Tensor, student: Student,
+                 config: CounterfactualConfig, generator: FaceGenerator | None, seeds: tuple[int, ...] | None = None,
+                 stop_on_decider: bool = True) -> CounterfactualResult:
+    """The student's own recourse ``x'_g``: its twin's gradients guide the edit and, with
+    ``stop_on_decider``, its integer decider says where the edit stops and whether it is
+    valid (the audit's and the command line's counterfactual of a variant)."""
+    decider = student.decider if stop_on_decider and student.kind == "integer" else None
+    return generate(images, student.twin, attribute, targets, config, generator, seeds, decider=decider)
+
+
 def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor,
                      teacher_counterfactuals: torch.Tensor, student: Student, config: CounterfactualConfig,
                      generator: FaceGenerator | None, seeds: tuple[int, ...],
@@ -163,8 +173,7 @@ def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor
     that decides; the twin's boundary can sit a rounding step from the decider's
     (``docs/guide.md``, compression)."""
     index = attribute_index(attribute)
-    decider = student.decider if stop_on_decider and student.kind == "integer" else None
-    own = generate(images, student.twin, attribute, targets, config, generator, seeds, decider=decider)
+    own = own_recourse(images, attribute, targets, student, config, generator, seeds, stop_on_decider)
     on_teacher, partial = boundary_logits(student.decider, images, teacher_counterfactuals, attribute)
     with torch.no_grad():
         on_own = student.decider(own.images)[:, index]

@@ -3,7 +3,8 @@
 The committed checkpoints and assets sit beside the package in a source checkout. An
 installed package (``pip install .``) has no checkout around it, so it looks in the
 working directory instead; ``RECOURSE_HOME`` names the folder that holds ``checkpoints/``
-and ``assets/`` explicitly.
+and ``assets/`` explicitly, so that the installed ``recourse`` command works from any
+folder. The 100 MB of checkpoints are not shipped in the wheel.
 """
 
 from __future__ import annotations
@@ -25,6 +26,21 @@ def project_root() -> Path:
 
 def checkpoints_dir() -> Path:
     return project_root() / "checkpoints"
+
+
+def home_message() -> str:
+    """One line for a user whose committed models are not where they were looked for (an
+    installed package run outside the clone that holds ``checkpoints/``)."""
+    where = "RECOURSE_HOME" if "RECOURSE_HOME" in os.environ else "the working directory"
+    return (f"no committed models: {checkpoints_dir()} does not exist ({where}). Set RECOURSE_HOME to the "
+            "folder holding checkpoints/, a clone of the recourse-audit repository: "
+            "RECOURSE_HOME=/path/to/clone recourse ...")
+
+
+def require_checkpoints() -> None:
+    """A ValueError with :func:`home_message` when there is no ``checkpoints/`` folder."""
+    if not checkpoints_dir().is_dir():
+        raise ValueError(home_message())
 
 
 def teacher_dir() -> Path:
