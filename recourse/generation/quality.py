@@ -20,6 +20,8 @@ from torch import nn
 
 from recourse.data import DEFAULT_ATTRIBUTES, attribute_index, to_float_images
 from recourse.evaluation import predict_logits
+from recourse.instruments.identity import FaceDescriptor, identity_result
+from recourse.instruments.realism import realism_with_floor
 from recourse.generation.generators import FaceGenerator
 from recourse.generation.guidance import CounterfactualConfig, generate
 from recourse.metrics import (
@@ -43,6 +45,14 @@ class AttributeQuality:
     to_target_1: int  # how many tasks asked to switch the attribute on
     oracle_flip_rate_to_1: float | None  # oracle FR of the tasks switching the attribute on (None: none counted)
     oracle_flip_rate_to_0: float | None  # … and of those switching it off
+    # Optional instruments (recourse.instruments, docs/metrics.md); None when not asked for.
+    fva: float | None = None  # % of counterfactuals dlib verifies as their original's person
+    fs: float | None = None  # mean dlib descriptor distance to the original
+    realism_n: int | None = None  # faces in each set of the target-matched comparison below
+    realism_fd: float | None = None  # oracle-feature FD against real faces with the target attribute
+    realism_kid: float | None = None  # … and KID
+    floor_fd: float | None = None  # FD of a disjoint real set of the same size and targets against them
+    floor_kid: float | None = None  # … and KID
 
 
 @dataclass(frozen=True)
@@ -96,8 +106,16 @@ def evaluate_counterfactual_quality(
     timing_samples: int = 10,
     progress: Callable[[str, int, int], None] | None = None,
     judge: nn.Module | None = None,
+    identity: FaceDescriptor | None = None,
+    reference_labels: np.ndarray | None = None,
 ) -> QualityReport:
-    """Counterfactuals of ``uint8 (N, 3, H, W)`` images flipping each attribute's decision."""
+    """Counterfactuals of ``uint8 (N, 3, H, W)`` images flipping each attribute's decision.
+
+    Optional instruments: ``identity`` (``recourse.instruments.identity.face_descriptor()``) adds
+    FVA and FS; ``reference_labels`` (``uint8 (M, 40)``, of ``reference_images``) adds FD and KID
+    against real faces with the target attribute beside the real-versus-real floor. Reference
+    images identical to one of ``images`` are left out of that comparison.
+    """
     classifier.eval()
     oracle.eval()
     x = to_float_images(images)
@@ -107,6 +125,14 @@ def evaluate_counterfactual_quality(
     if judge is not None:
         judge.eval()
         judge_before = decisions(predict_logits(judge, images))
+    original_descriptors = identity(x) if identity is not None else None
+    if reference_labels is not None:
+        # An edit that changed little must not be compared with its own original.
+        if np.shape(reference_labels) != (len(reference_images), 40):
+            raise ValueError(f"reference_labels must be (M, 40) for the {len(reference_images)} reference images, "
+                             f"got {np.shape(reference_labels)}")
+        task_pixels = {image.tobytes() for image in np.asarray(images)}
+        real_pool = np.array([image.tobytes() not in task_pixels for image in np.asarray(reference_images)])
     results = []
     for attribute in attributes:
         index = attribute_index(attribute)
@@ -125,6 +151,16 @@ def evaluate_counterfactual_quality(
             oracle_after = decisions(oracle(counterfactuals))
             judge_after = decisions(judge(counterfactuals)) if judge is not None else None
         judged = judge_before[:, index] != targets if judge is not None else torch.zeros(0)
+        counterfactual_features = oracle_features(oracle, counterfactuals)
+        extras = {}
+        if identity is not None:
+            kept = identity_result(original_descriptors, identity(counterfactuals))
+            extras.update(fva=kept.fva, fs=kept.fs)
+        if reference_labels is not None:
+            realism = realism_with_floor(counterfactual_features, targets.numpy(), reference_features[torch.as_tensor(real_pool)],
+                                         np.asarray(reference_labels)[real_pool, index])
+            extras.update(realism_n=realism.n, realism_fd=realism.fd, realism_kid=realism.kid,
+                          floor_fd=realism.floor_fd, floor_kid=realism.floor_kid)
         results.append(AttributeQuality(
             attribute=attribute, n=len(x),
             flip_rate=round(flip_rate(classifier_after[:, index], targets), 2),
@@ -134,11 +170,12 @@ def evaluate_counterfactual_quality(
             judge_agreed=int(judged.sum()),
             mnac=round(mean_number_of_attributes_changed(oracle_before, oracle_after, index), 3),
             proximity=round(float(recourse_cost(x, counterfactuals).mean()), 5),
-            oracle_fd=round(frechet_distance(oracle_features(oracle, counterfactuals), reference_features), 3),
+            oracle_fd=round(frechet_distance(counterfactual_features, reference_features), 3),
             median_seconds=round(median_seconds_per_counterfactual(
                 x[:timing_samples], classifier, attribute, targets[:timing_samples], generator, config), 3),
             to_target_1=int(targets.sum()),
             oracle_flip_rate_to_1=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 1),
             oracle_flip_rate_to_0=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 0),
+            **extras,
         ))
     return QualityReport(tuple(results), config, len(reference_images))

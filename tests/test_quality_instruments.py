@@ -1,0 +1,52 @@
+"""The optional instruments of ``evaluate_counterfactual_quality``: identity (FVA, FS) and
+target-matched FD/KID beside the real floor, on a generator that changes nothing."""
+
+import numpy as np
+import pytest
+
+from recourse.data import attribute_index
+from recourse.generation import CounterfactualConfig
+from recourse.generation.quality import evaluate_counterfactual_quality
+from recourse.instruments.identity import face_descriptor
+from tests.conftest import BrightnessModel, random_faces, still_generator
+
+FAST = CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=5)
+
+
+def test_unchanged_counterfactuals_keep_identity_and_sit_near_the_real_floor():
+    faces = random_faces(8)
+    faces[:4] //= 3  # dark: target 1
+    # The reference: other faces of the same kind, plus the task faces themselves, which must be left out.
+    others = random_faces(48, seed=1)
+    others[:24] //= 3
+    reference = np.concatenate([others, faces])
+    labels = np.zeros((len(reference), 40), np.uint8)
+    # Smiling: 6 of the other faces and the 8 task faces (which must not count) are labelled 1
+    labels[:6, attribute_index("Smiling")] = 1
+    labels[48:, attribute_index("Smiling")] = 1
+    report = evaluate_counterfactual_quality(faces, reference, BrightnessModel(), BrightnessModel(), still_generator(16),
+                                             ("Smiling",), FAST, timing_samples=1, identity=face_descriptor(),
+                                             reference_labels=labels)
+    result = report.results[0]
+    assert result.fva == 100.0 and result.fs == 0.0  # the same pixels are the same person
+    # Target 1 (at least the 4 dark faces): 6 real smiling faces give two disjoint sets of 3, so
+    # 3 edits; target 0: all its edits (42 real faces without). Counting the task faces as real
+    # ones would have allowed 7 and so all 8 edits.
+    assert result.to_target_1 >= 4
+    assert result.realism_n == 3 + (8 - result.to_target_1)
+    assert np.isfinite([result.realism_fd, result.realism_kid, result.floor_fd, result.floor_kid]).all()
+    assert report.to_dict()["attributes"][0]["fva"] == 100.0
+
+
+def test_without_the_instruments_their_fields_stay_empty():
+    faces = random_faces(4)
+    result = evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(), still_generator(16),
+                                             ("Smiling",), FAST, timing_samples=1).results[0]
+    assert (result.fva, result.fs, result.realism_n, result.realism_kid, result.floor_fd) == (None,) * 5
+
+
+def test_reference_labels_must_match_the_reference_images():
+    faces = random_faces(4)
+    with pytest.raises(ValueError, match=r"\(M, 40\)"):
+        evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(), still_generator(16),
+                                        ("Smiling",), FAST, timing_samples=1, reference_labels=np.zeros((3, 40)))
