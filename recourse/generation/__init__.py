@@ -7,11 +7,12 @@ quality evaluation — the only package that imports ``diffusers``.
 from recourse.generation.generators import (
     FaceGenerator, LatentFaceGenerator, PixelFaceGenerator, default_generator, load_generator,
 )
-from recourse.generation.guidance import STOP_SEARCHES, CounterfactualConfig, CounterfactualResult, generate
+from recourse.generation.guidance import STOP_SEARCHES, CounterfactualConfig, CounterfactualResult
+from recourse.generation.methods import METHODS, generate
 from recourse.generation.models import LatentDenoiser, PCAAutoencoder, default_scheduler, fit_pca_autoencoder
 
 __all__ = [
-    "STOP_SEARCHES", "CounterfactualConfig", "CounterfactualResult", "FaceGenerator", "LatentDenoiser", "LatentFaceGenerator",
+    "METHODS", "STOP_SEARCHES", "CounterfactualConfig", "CounterfactualResult", "FaceGenerator", "LatentDenoiser", "LatentFaceGenerator",
     "PCAAutoencoder", "PixelFaceGenerator", "default_generator", "default_scheduler", "fit_pca_autoencoder",
     "generate", "load_generator",
 ]

@@ -39,8 +39,8 @@ import torch.nn.functional as F
 from torch import nn
 
 from recourse.data import attribute_index, resize_images
-from recourse.generation.generators import FaceGenerator, default_generator
-from recourse.metrics import decisions, recourse_cost, validity
+from recourse.generation.generators import FaceGenerator
+from recourse.metrics import recourse_cost
 from recourse.validation import check_float, check_int
 
 
@@ -66,7 +66,17 @@ class CounterfactualConfig:
     preserve_weight: float = 5.0  # weight of keeping the other 39 attributes (model in stage 1, guide in 2)
     cone_degrees: float = 15.0  # largest angle between an editing step and the guide's gradient
     seed: int = 0
-    stop_search: str = "interpolate"  # how the crossing between the last two steps is found: STOP_SEARCHES
+    stop_search: str = "interpolate"  # the walks' stop between their last two steps: STOP_SEARCHES
+    method: str = "pca-walk-cone"  # a name of recourse.generation.methods.METHODS
+    # the denoised method (recourse.generation.denoised); σ in the denoiser's [−1, 1] units
+    sigma: float = 0.25  # noise level of denoised smoothing
+    edit_steps: int = 24  # optimiser steps on the edit
+    edit_learning_rate: float = 0.01  # Adam's step, [0, 1] pixel units
+    overshoot: float = 2.0  # the edit aims this far past the margin; the stop then finds the margin
+    mask_threshold: float = 0.03  # mean channel change that counts as edited, [0, 1] units
+    mask_dilation: int = 3  # pixels the mask grows by
+    inpaint_sigma: float = 0.3  # noise level the masked edit is re-drawn from
+    inpaint_steps: int = 6  # denoising steps of the inpainting (0: blend through the mask only)
 
     def __post_init__(self) -> None:
         # Bounds far past any useful setting, so that a typo or a hostile request cannot buy
@@ -82,6 +92,14 @@ class CounterfactualConfig:
         check_float("preserve_weight", self.preserve_weight, 0.0, MAX_WEIGHT)
         check_float("cone_degrees", self.cone_degrees, 0.0, 90.0)
         check_int("seed", self.seed, 0, MAX_SEED)
+        check_float("sigma", self.sigma, 0.001, 10.0)
+        check_int("edit_steps", self.edit_steps, 0, MAX_STEPS)
+        check_float("edit_learning_rate", self.edit_learning_rate, 0.0, 1.0)
+        check_float("overshoot", self.overshoot, 0.0, MAX_MARGIN)
+        check_float("mask_threshold", self.mask_threshold, 0.0, 1.0)
+        check_int("mask_dilation", self.mask_dilation, 0, 32)
+        check_float("inpaint_sigma", self.inpaint_sigma, 0.001, 10.0)
+        check_int("inpaint_steps", self.inpaint_steps, 0, MAX_STEPS)
         if self.stop_search not in STOP_SEARCHES:
             raise ValueError(f"stop_search must be one of {', '.join(STOP_SEARCHES)}, got {self.stop_search!r}")
 
@@ -116,23 +134,6 @@ class CounterfactualResult:
         }
 
 
-def _check_images(images: torch.Tensor) -> None:
-    if not isinstance(images, torch.Tensor) or images.ndim != 4 or images.shape[1] != 3:
-        shape = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
-        raise ValueError(f"images must be a (B, 3, H, W) tensor, got {shape}")
-    if not images.is_floating_point() or images.min() < 0 or images.max() > 1:
-        raise ValueError("images must be floats in [0, 1]")
-
-
-def _targets(target: int | torch.Tensor, batch: int) -> torch.Tensor:
-    target = torch.as_tensor(target)
-    if target.ndim == 0:
-        target = target.expand(batch)
-    if target.shape != (batch,) or not bool(((target == 0) | (target == 1)).all()):
-        raise ValueError(f"target must be 0 or 1 (or one per image), got {target.tolist()}")
-    return target.float()
-
-
 def _seeded_noise(seeds: tuple[int, ...], shape: tuple[int, ...]) -> torch.Tensor:
     """One noise draw per sample from its own seed, so batching never changes a result."""
     return torch.stack([torch.randn(shape, generator=torch.Generator().manual_seed(s)) for s in seeds])
@@ -153,7 +154,7 @@ def cone_projection(direction: torch.Tensor, axis: torch.Tensor, degrees: float)
 
 def edit_towards(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
                  config: CounterfactualConfig, generator: FaceGenerator,
-                 decider: nn.Module | None = None) -> torch.Tensor:
+                 decider: nn.Module | None = None, use_guide: bool = True) -> torch.Tensor:
     """Stage 2: ``images + δ`` with δ grown from ``start`` by steps of L2 length
     ``finish_learning_rate`` until ``sign · logit`` of ``decider`` (default ``model``) crosses
     ``margin``; the steps follow ``model``'s gradient.
@@ -164,12 +165,13 @@ def edit_towards(images: torch.Tensor, start: torch.Tensor, model: nn.Module, in
     image is copied to memory of its own: a slice's offset changes the alignment, and with
     it the vector kernels and the last bits."""
     return torch.cat([_edit_one(images[i:i + 1].clone(), start[i:i + 1].clone(), model, index, sign[i:i + 1],
-                                config, generator, decider) for i in range(len(images))])
+                                config, generator, decider, use_guide) for i in range(len(images))])
 
 
 def _edit_one(images: torch.Tensor, start: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
-              config: CounterfactualConfig, generator: FaceGenerator, decider: nn.Module | None) -> torch.Tensor:
-    guide = getattr(generator, "guide", None)
+              config: CounterfactualConfig, generator: FaceGenerator, decider: nn.Module | None,
+              use_guide: bool) -> torch.Tensor:
+    guide = getattr(generator, "guide", None) if use_guide else None
     others = torch.ones(40, dtype=torch.bool)
     others[index] = False
     if guide is not None:
@@ -276,45 +278,13 @@ def _valid_stop(images: torch.Tensor, interpolated: torch.Tensor, end: torch.Ten
     return _halve(interpolated, end, decided, halvings)
 
 
-def generate(
-    images: torch.Tensor,
-    model: nn.Module,
-    attribute: str,
-    target: int | torch.Tensor,
-    config: CounterfactualConfig = CounterfactualConfig(),
-    generator: FaceGenerator | None = None,
-    seeds: tuple[int, ...] | None = None,
-    decider: nn.Module | None = None,
-) -> CounterfactualResult:
-    """Counterfactuals of ``images`` (``(B, 3, H, W)`` in [0, 1]) that ``model`` decides as
-    ``target`` on ``attribute``. ``model`` is any module returning 40 logits; it is only read.
-
-    ``generator`` defaults to the committed one (loaded once). Each sample's noise comes
-    from ``seeds[i]`` (default ``config.seed + i``), so the same task gives the same
-    counterfactual for any guiding model, batch or order.
-
-    ``decider`` (default ``model``) is the model whose decisions count, e.g. a compressed
-    variant's integer kernels beside its differentiable twin: it says where each edit stops
-    and whether it is valid, so that the stop is not on the twin's side of a boundary the
-    decider puts a rounding step away.
-    """
-    index = attribute_index(attribute)
-    generator = generator if generator is not None else default_generator()
-    _check_images(images)
-    images = images.contiguous()  # one memory layout: a channels-last input gives the same result
-    batch = len(images)
-    target = _targets(target, batch)
-    seeds = tuple(config.seed + i for i in range(batch)) if seeds is None else tuple(int(s) for s in seeds)
-    if len(seeds) != batch:
-        raise ValueError(f"expected {batch} seeds, got {len(seeds)}")
-    started = time.perf_counter()
-    was_training = model.training
-    model.eval()
-    sign = 2 * target - 1  # +1 pushes the logit up, -1 down
-
+def pca_walk(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config: CounterfactualConfig,
+             generator: FaceGenerator, seeds: tuple[int, ...], decider: nn.Module | None = None,
+             use_guide: bool = True) -> torch.Tensor:
+    """The PCA-basis methods: the optional guided DDIM stage, then editing steps in the
+    face basis (turned into the guide's cone when ``use_guide``), stopping at the margin."""
     with torch.no_grad():
         all_before = torch.sigmoid(model(images))
-        probability_before = all_before[:, index] if decider is None else torch.sigmoid(decider(images)[:, index])
         z0 = generator.encode(images)
         reconstruction = generator.decode(z0)
     others = torch.ones(40, dtype=torch.bool)
@@ -361,15 +331,4 @@ def generate(
     # (2) editing steps in the face basis, turned towards the guide, stopping at the margin
     with torch.no_grad():
         start = edit(latents) if timesteps else images
-    counterfactuals = edit_towards(images, start - images, model, index, sign, config, generator, decider)
-    with torch.no_grad():
-        logits_after = (decider if decider is not None else model)(counterfactuals)[:, index]
-        probability_after = torch.sigmoid(logits_after)
-    model.train(was_training)
-    return CounterfactualResult(
-        images=counterfactuals, originals=images, attribute=attribute, target=target.long(),
-        probability_before=probability_before, probability_after=probability_after,
-        valid=validity(decisions(logits_after), target.long()),
-        cost=recourse_cost(images, counterfactuals),
-        seeds=seeds, config=config, seconds=time.perf_counter() - started,
-    )
+    return edit_towards(images, start - images, model, index, sign, config, generator, decider, use_guide)

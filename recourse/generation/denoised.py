@@ -1,0 +1,130 @@
+"""Counterfactuals each model drives through the face denoiser (ACE / denoised smoothing).
+
+For one face ``x`` and the audited model ``M`` on its own:
+
+1. **Edit through the prior.** Optimise a pixel edit ``δ`` so that ``M`` applied to
+   ``D(x + δ + σ·ε, σ)`` reaches the target past ``margin + overshoot`` — a fresh, seeded
+   ``ε`` at every step (denoised smoothing: ``M`` smoothed by a face denoiser). What is not
+   face-like is removed by ``D`` before ``M`` sees it, so ``M``'s own gradient has to make a
+   change the prior keeps. An L1 term keeps the denoised estimate near ``x``, and a second
+   term keeps ``M``'s view of the other attributes. The step is the gradient on the one-step
+   clean estimate (FastDiME), never a guide's: two models' edits are free to differ.
+2. **Keep the rest of the face.** A mask of where the denoised estimate changed (against
+   the same noise without the edit; thresholded, dilated, softened), then RePaint-style
+   inpainting with ``D``: inside the mask the edit is denoised from ``inpaint_sigma`` down,
+   outside it the original is put back at each level's noise, and at the end exactly.
+3. **The smallest step that counts.** On the straight path from ``x`` to that image, the
+   first point where the deciding model (a compressed model's integer kernels, or ``M``) is
+   past ``margin``, found by bisection; where even the whole edit is not, the whole edit.
+
+Every random draw comes from the task's seed, so the same task gives the same noise for
+every model. One image at a time: the result does not depend on the batch, its order or
+memory layout (see :func:`recourse.generation.guidance.edit_towards` for why).
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from recourse.generation.face_denoiser import FaceDenoiser
+from recourse.generation.guidance import STOP_HALVINGS, _halve, past_margin
+
+
+def _noise(seed: int, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
+    """A draw of its own for each (task seed, use): the edit's steps and inpainting levels."""
+    generator = torch.Generator().manual_seed((int(seed) * 1_000_003 + stream) % (2**63))
+    return torch.randn(shape, generator=generator)
+
+
+def change_mask(edited: torch.Tensor, reference: torch.Tensor, threshold: float, dilation: int) -> torch.Tensor:
+    """``(B, 1, H, W)`` in [0, 1]: where the mean channel change exceeds ``threshold``, grown
+    by ``dilation`` pixels and softened by a 3×3 mean so the seam is not a hard edge."""
+    changed = ((edited - reference).abs().mean(dim=1, keepdim=True) > threshold).float()
+    if dilation > 0:
+        changed = F.max_pool2d(changed, 2 * dilation + 1, stride=1, padding=dilation)
+    return F.avg_pool2d(changed, 3, stride=1, padding=1, count_include_pad=False)
+
+
+def inpaint(denoiser: FaceDenoiser, edited: torch.Tensor, original: torch.Tensor, mask: torch.Tensor,
+            sigma: float, steps: int, seed: int) -> torch.Tensor:
+    """``edited`` inside ``mask`` re-drawn by ``D`` from noise level ``sigma`` down, with
+    ``original`` outside it (RePaint's replacement, deterministic DDIM-style steps)."""
+    if steps == 0:
+        return mask * edited + (1 - mask) * original
+    sigmas = torch.exp(torch.linspace(math.log(sigma), math.log(denoiser.config.sigma_min), steps + 1))
+    signed, known = edited * 2 - 1, original * 2 - 1
+    noisy = signed + sigma * _noise(seed, 10_000, tuple(edited.shape))
+    with torch.no_grad():
+        for i in range(steps):
+            clean = denoiser.denoise_signed(noisy, sigmas[i])
+            inside = clean + sigmas[i + 1] / sigmas[i] * (noisy - clean)
+            outside = known + sigmas[i + 1] * _noise(seed, 10_001 + i, tuple(edited.shape))
+            noisy = mask * inside + (1 - mask) * outside
+        clean = denoiser.denoise_signed(noisy, sigmas[-1])
+    return mask * ((clean + 1) / 2).clamp(0, 1) + (1 - mask) * original
+
+
+def denoised_edit(image: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
+                  denoiser: FaceDenoiser, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Stages 1–2 for one image ``(1, 3, H, W)``: the inpainted edit and its mask."""
+    others = torch.ones(40, dtype=torch.bool)
+    others[index] = False
+    with torch.no_grad():
+        before = torch.sigmoid(model(image))[:, others]
+    sigma01 = config.sigma / 2  # the denoiser's σ is in [−1, 1] units, the image in [0, 1]
+    delta = torch.zeros_like(image, requires_grad=True)
+    optimizer = torch.optim.Adam([delta], lr=config.edit_learning_rate)
+    estimate = image
+    for step in range(config.edit_steps):
+        noise = _noise(seed, step, tuple(image.shape))
+        estimate = denoiser((image + delta).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
+        logits = model(estimate)
+        loss = (F.softplus(config.margin + config.overshoot - sign * logits[:, index])
+                + config.preserve_weight * F.binary_cross_entropy_with_logits(logits[:, others], before)
+                + config.proximity_weight * (estimate - image).abs().mean())
+        optimizer.zero_grad(set_to_none=True)
+        loss.sum().backward()
+        optimizer.step()
+    with torch.no_grad():
+        noise = _noise(seed, config.edit_steps, tuple(image.shape))
+        edited = denoiser((image + delta).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
+        reference = denoiser(image + sigma01 * noise, config.sigma).clamp(0, 1)
+    mask = change_mask(edited, reference, config.mask_threshold, config.mask_dilation)
+    return inpaint(denoiser, edited, image, mask, config.inpaint_sigma, config.inpaint_steps, seed), mask
+
+
+@torch.no_grad()
+def smallest_step(image: torch.Tensor, edited: torch.Tensor, decider: nn.Module, index: int, sign: torch.Tensor,
+                  margin: float) -> torch.Tensor:
+    """The first point of ``image → edited`` where ``decider`` is past ``margin`` (bisected to
+    1/2**STOP_HALVINGS of the path); ``edited`` itself where it is not past it anywhere."""
+    change = edited - image
+
+    def reached(share_of_change: torch.Tensor) -> torch.Tensor:
+        return past_margin(sign * decider((image + share_of_change).clamp(0, 1))[:, index] - margin, sign)
+
+    if not bool(reached(change).all()):
+        return edited
+    if bool(reached(torch.zeros_like(change)).all()):
+        return image.clone()
+    return (image + _halve(torch.zeros_like(change), change, reached, STOP_HALVINGS)).clamp(0, 1)
+
+
+def denoised_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
+                             denoiser: FaceDenoiser, seeds: tuple[int, ...],
+                             decider: nn.Module | None = None) -> torch.Tensor:
+    """Counterfactuals ``(B, 3, H, W)`` of ``images`` in [0, 1], one image at a time."""
+    if images.shape[-1] != denoiser.config.resolution:
+        raise ValueError(f"the face denoiser works at {denoiser.config.resolution} px, got {images.shape[-1]} px images")
+    denoiser.eval()
+    results = []
+    for i in range(len(images)):
+        image = images[i:i + 1].clone()
+        edited, _ = denoised_edit(image, model, index, sign[i:i + 1], config, denoiser, seeds[i])
+        results.append(smallest_step(image, edited, decider if decider is not None else model, index,
+                                     sign[i:i + 1], config.margin))
+    return torch.cat(results)

@@ -1,0 +1,132 @@
+"""The counterfactual methods, one registered entry each, and :func:`generate`, the one
+entry point that every caller uses (as ``quantize`` is for the compression methods).
+
+* ``denoised`` (default) — each model drives its own edit through the learned face
+  denoiser, with a mask and inpainting (:mod:`recourse.generation.denoised`);
+* ``pca-walk`` — gradient steps of the model inside the PCA face basis;
+* ``pca-walk-cone`` — the same, each step turned into a cone around a shared robust guide's
+  gradient (the project's earlier default; an ablation: the shared guide makes two models'
+  directions agree by construction).
+
+A method takes ``(images, model, index, sign, config, generator, seeds, decider)`` and
+returns the counterfactual images; :func:`generate` does what all of them share — checks,
+seeds, probabilities, validity and cost.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Callable
+
+import torch
+from torch import nn
+
+from recourse.data import attribute_index
+from recourse.generation.denoised import denoised_counterfactuals
+from recourse.generation.generators import FaceGenerator, default_generator
+from recourse.generation.guidance import CounterfactualConfig, CounterfactualResult, pca_walk
+from recourse.metrics import decisions, recourse_cost, validity
+
+Method = Callable[..., torch.Tensor]
+METHODS: dict[str, Method] = {}
+
+
+def register(name: str) -> Callable[[Method], Method]:
+    def decorate(method: Method) -> Method:
+        if name in METHODS:
+            raise ValueError(f"counterfactual method {name!r} is already registered")
+        METHODS[name] = method
+        return method
+
+    return decorate
+
+
+@register("denoised")
+def _denoised(images, model, index, sign, config, generator, seeds, decider):
+    denoiser = getattr(generator, "face_denoiser", None)
+    if denoiser is None:
+        raise ValueError("the denoised method needs a generator with a face denoiser "
+                         "(checkpoints/generator/face-denoiser); choose method pca-walk otherwise")
+    return denoised_counterfactuals(images, model, index, sign, config, denoiser, seeds, decider)
+
+
+@register("pca-walk")
+def _pca_walk(images, model, index, sign, config, generator, seeds, decider):
+    return pca_walk(images, model, index, sign, config, generator, seeds, decider, use_guide=False)
+
+
+@register("pca-walk-cone")
+def _pca_walk_cone(images, model, index, sign, config, generator, seeds, decider):
+    return pca_walk(images, model, index, sign, config, generator, seeds, decider, use_guide=True)
+
+
+def _check_images(images: torch.Tensor) -> None:
+    if not isinstance(images, torch.Tensor) or images.ndim != 4 or images.shape[1] != 3:
+        shape = tuple(images.shape) if isinstance(images, torch.Tensor) else type(images).__name__
+        raise ValueError(f"images must be a (B, 3, H, W) tensor, got {shape}")
+    if not images.is_floating_point() or images.min() < 0 or images.max() > 1:
+        raise ValueError("images must be floats in [0, 1]")
+
+
+def _targets(target: int | torch.Tensor, batch: int) -> torch.Tensor:
+    target = torch.as_tensor(target)
+    if target.ndim == 0:
+        target = target.expand(batch)
+    if target.shape != (batch,) or not bool(((target == 0) | (target == 1)).all()):
+        raise ValueError(f"target must be 0 or 1 (or one per image), got {target.tolist()}")
+    return target.float()
+
+
+def generate(
+    images: torch.Tensor,
+    model: nn.Module,
+    attribute: str,
+    target: int | torch.Tensor,
+    config: CounterfactualConfig = CounterfactualConfig(),
+    generator: FaceGenerator | None = None,
+    seeds: tuple[int, ...] | None = None,
+    decider: nn.Module | None = None,
+) -> CounterfactualResult:
+    """Counterfactuals of ``images`` (``(B, 3, H, W)`` in [0, 1]) that ``model`` decides as
+    ``target`` on ``attribute``, made by ``config.method``. ``model`` is any module returning
+    40 logits; it is only read.
+
+    ``generator`` defaults to the committed one (loaded once). Each sample's noise comes
+    from ``seeds[i]`` (default ``config.seed + i``), so the same task gives the same
+    counterfactual for any batch or order, and the same noise for every model.
+
+    ``decider`` (default ``model``) is the model whose decisions count, e.g. a compressed
+    variant's integer kernels beside its differentiable twin: it says where each edit stops
+    and whether it is valid.
+    """
+    if config.method not in METHODS:
+        raise ValueError(f"unknown counterfactual method {config.method!r}; choose one of {', '.join(METHODS)}")
+    index = attribute_index(attribute)
+    generator = generator if generator is not None else default_generator()
+    _check_images(images)
+    images = images.contiguous()  # one memory layout: a channels-last input gives the same result
+    batch = len(images)
+    target = _targets(target, batch)
+    seeds = tuple(config.seed + i for i in range(batch)) if seeds is None else tuple(int(s) for s in seeds)
+    if len(seeds) != batch:
+        raise ValueError(f"expected {batch} seeds, got {len(seeds)}")
+    started = time.perf_counter()
+    was_training = model.training
+    model.eval()
+    sign = 2 * target - 1  # +1 pushes the logit up, -1 down
+    deciding = decider if decider is not None else model
+    with torch.no_grad():
+        probability_before = torch.sigmoid(deciding(images)[:, index])
+    try:
+        counterfactuals = METHODS[config.method](images, model, index, sign, config, generator, seeds, decider)
+    finally:
+        model.train(was_training)
+    with torch.no_grad():
+        logits_after = deciding(counterfactuals)[:, index]
+    return CounterfactualResult(
+        images=counterfactuals, originals=images, attribute=attribute, target=target.long(),
+        probability_before=probability_before, probability_after=torch.sigmoid(logits_after),
+        valid=validity(decisions(logits_after), target.long()),
+        cost=recourse_cost(images, counterfactuals),
+        seeds=seeds, config=config, seconds=time.perf_counter() - started,
+    )
