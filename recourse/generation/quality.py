@@ -23,7 +23,8 @@ from recourse.evaluation import predict_logits
 from recourse.instruments.identity import FaceDescriptor, identity_result
 from recourse.instruments.realism import realism_with_floor
 from recourse.generation.generators import FaceGenerator
-from recourse.generation.guidance import CounterfactualConfig, generate
+from recourse.generation.guidance import CounterfactualConfig
+from recourse.generation.methods import generate
 from recourse.metrics import (
     decisions, flip_rate, frechet_distance, mean_number_of_attributes_changed, recourse_cost,
 )
