@@ -12,7 +12,6 @@ import functools
 import io
 import math
 import os
-import warnings
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,6 +32,15 @@ CELEBA_ALIGNED_HQ_CROP = (8.7, 35.7, 168.3, 195.7)
 # pixels (a 124 KB 16-bit PNG of 64 MP) is refused from its header alone.
 MAX_UPLOAD_BYTES = 20 * 1024 * 1024
 MAX_PIXELS = 40_000_000
+# What the decoded photo may occupy in memory, from its header: Pillow keeps 1 byte a pixel
+# for 1-bit, grey and palette photos, 2 for 16-bit grey and 4 for every other mode (RGB
+# included). 40 MP of 8-bit grey fit; an RGB or RGBA PNG of more than 20 MP does not (a JPEG
+# is decoded reduced, see _decode). WebP is decoded through a second buffer of the same
+# size, so it counts twice. Measured with python -m scripts.upload_memory.
+MAX_DECODED_BYTES = 80 * 2**20
+# Only these formats are opened: every one is decoded by Pillow's own code from the header
+# on (no external program, no vector or document format).
+FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")  # JPEG includes multi-picture (MPO) files
 # Photos are worked on at most this size a side: detection runs at DETECT_MAX_SIDE and the
 # crop is scaled to 64 px (256 for a hub generator), so more pixels only cost memory.
 WORK_MAX_SIDE = 2048
@@ -119,18 +127,31 @@ def _check_pixels(image: Image.Image) -> None:
             f"image of {image.width}×{image.height} pixels is larger than the {MAX_PIXELS:,}-pixel limit")
 
 
+_BYTES_PER_PIXEL = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I;16L": 2, "I;16B": 2, "I;16N": 2}  # else 4
+
+
+def _check_memory(image: Image.Image) -> None:
+    """Refuse a photo whose decoded pixels would take more than ``MAX_DECODED_BYTES``."""
+    needed = image.width * image.height * _BYTES_PER_PIXEL.get(image.mode, 4) * (2 if image.format == "WEBP" else 1)
+    if needed > MAX_DECODED_BYTES:
+        raise FaceAlignmentError(
+            f"image of {image.width}×{image.height} pixels in mode {image.mode} would take {needed / 2**20:.0f} MB "
+            f"to decode, more than the {MAX_DECODED_BYTES // 2**20} MB limit; save it as a JPEG or make it smaller")
+
+
 def _decode(data: bytes, name: str) -> Image.Image:
     """Decode image bytes, refusing decompression bombs before the pixels are decoded."""
     try:
-        image = Image.open(io.BytesIO(data))
+        image = Image.open(io.BytesIO(data), formats=FORMATS)
         _check_pixels(image)  # the header gives the size; nothing is decoded yet
-        if image.format == "JPEG" and max(image.size) > WORK_MAX_SIDE:
+        if image.format in ("JPEG", "MPO") and max(image.size) > WORK_MAX_SIDE:
             # decode at 1/2, 1/4 or 1/8 straight from the DCT: never holds the full size
             factor = max(image.size) / WORK_MAX_SIDE
             image.draft(None, (math.ceil(image.width / factor), math.ceil(image.height / factor)))
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image.load()
+        _check_memory(image)  # the size to be decoded, after any reduction, in this mode
+        # No DecompressionBombWarning guard is needed (nor thread-safe: warnings.catch_warnings
+        # changes the process's filters): the caps above are far below Pillow's bomb limit.
+        image.load()
         return image
     except FaceAlignmentError:
         raise

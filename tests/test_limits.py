@@ -117,3 +117,113 @@ def test_messages_name_the_file_but_not_its_folder(tmp_path):
     for error in (missing, broken):
         assert str(tmp_path) not in str(error.value) and tmp_path.name not in str(error.value)
     assert "absent.jpg" in str(missing.value) and "broken.png" in str(broken.value)
+
+
+# --- issue 25: every mode Pillow opens is refused from its header, before any decoding -----
+
+
+def _tiff_claiming(mode: str, width: int, height: int) -> bytes:
+    """A TIFF of a few hundred bytes whose header claims ``width × height`` pixels of ``mode``."""
+    buffer = io.BytesIO()
+    Image.new(mode, (1, 1)).save(buffer, format="TIFF")
+    data = bytearray(buffer.getvalue())
+    offset = struct.unpack_from("<I", data, 4)[0]
+    for entry in range(struct.unpack_from("<H", data, offset)[0]):
+        at = offset + 2 + 12 * entry
+        tag, kind = struct.unpack_from("<HH", data, at)
+        if tag in (256, 257):  # ImageWidth, ImageLength
+            struct.pack_into("<H" if kind == 3 else "<I", data, at + 8, width if tag == 256 else height)
+    return bytes(data)
+
+
+def _webp_claiming(width: int, height: int) -> bytes:
+    """The issue's 34-byte lossless RGBA WebP claiming ``width × height`` pixels."""
+    buffer = io.BytesIO()
+    Image.new("RGBA", (1, 1)).save(buffer, format="WEBP", lossless=True)
+    data = buffer.getvalue()
+    at = data.index(b"VP8L") + 9  # after the chunk header and the 0x2f signature
+    bits = (width - 1) | ((height - 1) << 14) | (1 << 28)  # 14-bit sides, the alpha bit
+    return data[:at] + struct.pack("<I", bits) + data[at + 4:]
+
+
+def _png_mode_claiming(mode: str, width: int, height: int) -> bytes:
+    buffer = io.BytesIO()
+    Image.new(mode, (1, 1)).save(buffer, format="PNG")
+    data = buffer.getvalue()
+    header = struct.pack(">II", width, height) + data[24:29]
+    return data[:16] + header + struct.pack(">I", zlib.crc32(b"IHDR" + header)) + data[33:]
+
+
+BOMBS = {  # the issue's uploads, and one of each kind under the pixel cap but over the memory cap
+    "RGBA WebP 12000²": (_webp_claiming(12000, 12000), "pixel limit"),
+    "1-bit PNG 13000²": (_png_mode_claiming("1", 13000, 13000), "pixel limit"),
+    "CMYK TIFF 9000²": (_tiff_claiming("CMYK", 9000, 9000), "pixel limit"),
+    "16-bit TIFF 9000²": (_tiff_claiming("I;16", 9000, 9000), "pixel limit"),
+    "float TIFF 9000²": (_tiff_claiming("F", 9000, 9000), "pixel limit"),
+    "grey PNG 9000²": (_png_mode_claiming("L", 9000, 9000), "pixel limit"),
+    "RGBA WebP 4500²": (_webp_claiming(4500, 4500), "MB limit"),
+    "CMYK TIFF 6000²": (_tiff_claiming("CMYK", 6000, 6000), "MB limit"),
+    "float TIFF 6000²": (_tiff_claiming("F", 6000, 6000), "MB limit"),
+    "RGBA PNG 6000²": (_png_mode_claiming("RGBA", 6000, 6000), "MB limit"),
+}
+
+
+@pytest.mark.parametrize("name", list(BOMBS))
+def test_every_bomb_mode_is_refused_before_decoding(monkeypatch, name):
+    data, message = BOMBS[name]
+    assert len(data) < 2000
+
+    def no_decoding(*args, **kwargs):
+        raise AssertionError("the pixels were decoded")
+
+    monkeypatch.setattr(Image.Image, "load", no_decoding)
+    monkeypatch.setattr("PIL.ImageFile.ImageFile.load", no_decoding)
+    with pytest.raises(FaceAlignmentError, match=message):
+        load_photo(data)
+
+
+def test_the_memory_cap_counts_the_bytes_pillow_keeps_a_pixel():
+    """40 MP of 8-bit grey fit; RGB (4 bytes a pixel in Pillow) fits to about 21 MP."""
+    faces._check_memory(Image.open(io.BytesIO(_png_mode_claiming("L", 8000, 5000))))
+    faces._check_memory(Image.open(io.BytesIO(_png_mode_claiming("RGB", 4500, 4500))))
+    with pytest.raises(FaceAlignmentError, match="MB limit"):
+        faces._check_memory(Image.open(io.BytesIO(_png_mode_claiming("RGB", 5000, 5000))))
+
+
+def test_only_raster_formats_decoded_by_pillow_itself_are_opened():
+    buffer = io.BytesIO()
+    Image.new("RGB", (40, 40)).save(buffer, format="PPM")  # a format Pillow opens, not a photo's
+    with pytest.raises(FaceAlignmentError, match="unrecognised"):
+        load_photo(buffer.getvalue())
+    eps = b"%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 100 100\nshowpage\n"  # would run Ghostscript
+    with pytest.raises(FaceAlignmentError, match="unrecognised"):
+        load_photo(eps)
+
+
+def test_decoding_leaves_the_process_warning_filters_alone(monkeypatch):
+    """warnings.catch_warnings is not thread-safe: concurrent decodes left the process with
+    DecompressionBombWarning set to "error". The decoder no longer touches the filters."""
+    import threading
+    import warnings
+
+    def no_catch(*args, **kwargs):
+        raise AssertionError("warnings.catch_warnings changes the whole process's filters")
+
+    monkeypatch.setattr(warnings, "catch_warnings", no_catch)
+    before = list(warnings.filters)
+    data = _jpeg(Image.new("RGB", (300, 300), (120, 110, 100)))
+    errors = []
+
+    def decode_many():
+        try:
+            for _ in range(20):
+                load_photo(data)
+        except Exception as error:  # noqa: BLE001
+            errors.append(error)
+
+    threads = [threading.Thread(target=decode_many) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == [] and warnings.filters == before
