@@ -283,12 +283,12 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
                                      load_teacher().config.resolution)
         for done, total, cases in scan_images(names, images, variant, attribute, settings):
             progress(done / total, desc=f"{done} of {total} faces")
-            rows = [[rank + 1, c.filename, c.target, _score(c.divergence), c.recourse.teacher_valid,
-                     c.recourse.student_accepts_teacher, c.recourse.student_valid, _value(c.recourse.crg),
-                     _value(c.recourse.dirsim), judge_says(c.judge, "teacher"), judge_says(c.judge, "student")]
+            rows = [[rank + 1, c.filename, c.target, c.score_label, c.recourse.teacher_valid,
+                     c.recourse.student_accepts_teacher, c.recourse.student_valid, _value(c.recourse.crg, c.compared),
+                     _value(c.recourse.dirsim, c.compared), judge_says(c.judge, "teacher"), judge_says(c.judge, "student")]
                     for rank, c in enumerate(cases)]
             found = {"variant": variant, "attribute": attribute, "cases": [_pixels(c) for c in cases]}
-            thumbnails = [(Image.fromarray(pixels), f"#{rank + 1} {_score(c.divergence)}")
+            thumbnails = [(Image.fromarray(pixels), f"#{rank + 1} {c.score_label}")
                           for rank, (c, (_, pixels)) in enumerate(zip(cases, found["cases"]))]
             yield (rows, thumbnails, found,
                    f"{done} of {total} faces ranked (worst first) for **{variant}**, **{attribute}**, margin "
@@ -305,12 +305,11 @@ def _pixels(case: FolderCase) -> tuple[str, np.ndarray]:
     return case.filename, (case.image.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
 
 
-def _score(value: float | None) -> float | str:
-    return "no teacher recourse" if value is None else round(value, 3)
-
-
-def _value(value: float | None) -> float | str:
-    return "undefined" if value is None else round(value, 3)
+def _value(value: float | None, compared: bool = True) -> float | str:
+    """CRG_i or DirSim_i as a ranking shows it: never quoted below the noise floor."""
+    if value is None:
+        return "undefined"
+    return round(value, 3) if compared else "not compared"
 
 
 def select_failure(found, event: gr.SelectData):

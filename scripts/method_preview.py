@@ -1,0 +1,124 @@
+"""A quick look at one counterfactual method on validation faces, to choose its settings.
+
+For ``--n`` validation faces and each attribute: the classifier's FR, both judges' FR on
+the faces where the judge agreed before, mean cost, and DirSim / CRG of the classifier
+against a compressed variant (and a second full-precision classifier when given), with a
+picture strip per attribute (original | full precision | variant) written to ``--sheets``.
+Validation only: settings are never chosen on the test split.
+
+    python -m scripts.method_preview --data ../shared/data/celeba-hq-64 --method denoised --n 16 \\
+        --set sigma=0.25 edit_steps=24 --sheets out/preview
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import time
+from dataclasses import fields, replace
+from pathlib import Path
+
+import torch
+
+from recourse.checkpoints import load_classifier
+from recourse.data import attribute_index, load_split, to_float_images
+from recourse.generation import CounterfactualConfig, default_generator
+from recourse.metrics import decisions
+from recourse.models import load_judge, load_student, load_teacher
+from recourse.paired import Student, flip_targets, paired_recourse
+from recourse.render.pictures import labelled_strip, to_pil
+
+ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
+
+
+def parse_settings(pairs: list[str]) -> dict:
+    types = {f.name: f.type for f in fields(CounterfactualConfig)}
+    values = {}
+    for pair in pairs:
+        name, _, value = pair.partition("=")
+        kind = types[name] if isinstance(types[name], type) else eval(types[name])  # noqa: S307 (our own annotations)
+        values[name] = kind(value)
+    return values
+
+
+def real_flip_rate(judge, images, counterfactuals, index, targets) -> tuple[float | None, int]:
+    with torch.no_grad():
+        before = decisions(judge(images)[:, index])
+        after = decisions(judge(counterfactuals)[:, index])
+    counted = before != targets
+    if not bool(counted.any()):
+        return None, 0
+    return round(100 * float((after[counted] == targets[counted]).float().mean()), 1), int(counted.sum())
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--method", default="denoised")
+    parser.add_argument("--n", type=int, default=16)
+    parser.add_argument("--first", type=int, default=0, help="first validation face")
+    parser.add_argument("--variant", default="ptq-int4")
+    parser.add_argument("--second", help="a second full-precision classifier folder (the two-model floor)")
+    parser.add_argument("--strong-judge", help="a stronger robust judge folder")
+    parser.add_argument("--attributes", nargs="+", default=list(ATTRIBUTES))
+    parser.add_argument("--margin", type=float, default=0.0)
+    parser.add_argument("--set", nargs="*", default=[], help="config fields, name=value")
+    parser.add_argument("--sheets", help="folder for the picture strips")
+    parser.add_argument("--json")
+    args = parser.parse_args()
+    config = replace(CounterfactualConfig(), method=args.method, margin=args.margin, **parse_settings(args.set))
+    images = to_float_images(load_split(args.data, "val", 64, cache_dir=".cache").images[args.first:args.first + args.n])
+    teacher, judge, generator = load_teacher().eval(), load_judge(), default_generator()
+    students = {args.variant: load_student(args.variant)}
+    if args.second:
+        second = load_classifier(args.second).eval()
+        students["second-fp"] = Student("second-fp", second, second)
+    strong = load_classifier(args.strong_judge).eval() if args.strong_judge else None
+    report = {"settings": {k: v for k, v in vars(config).items()}, "n": len(images), "attributes": {}}
+    for attribute in args.attributes:
+        index = attribute_index(attribute)
+        targets = flip_targets(teacher, images, attribute)
+        seeds = tuple(range(args.first, args.first + len(images)))
+        row, strips = {}, {}
+        for name, student in students.items():
+            started = time.perf_counter()
+            paired = paired_recourse(images, attribute, targets, teacher, student, config, generator, seeds)
+            seconds = (time.perf_counter() - started) / (2 * len(images))
+            per_image = [paired.columns.image(i) for i in range(len(images))]
+            dirsims = [p.dirsim for p in per_image if p.dirsim is not None]
+            crgs = [p.crg for p in per_image if p.crg is not None]
+            row[name] = {"dirsim_median": round(statistics.median(dirsims), 1) if dirsims else None,
+                         "crg_median": round(statistics.median(crgs), 3) if crgs else None,
+                         "student_valid": round(100 * float(paired.student.valid.float().mean()), 1),
+                         "seconds_per_cf": round(seconds, 2)}
+            strips[name] = paired.student.counterfactuals
+            teacher_result = paired.teacher
+        cfs = teacher_result.images
+        row["teacher"] = {
+            "fr": round(100 * float(teacher_result.valid.float().mean()), 1),
+            "judge_fr": real_flip_rate(judge, images, cfs, index, targets),
+            "strong_judge_fr": real_flip_rate(strong, images, cfs, index, targets) if strong is not None else None,
+            "cost": round(float(teacher_result.cost.mean()), 4)}
+        report["attributes"][attribute] = row
+        print(attribute, json.dumps(row), flush=True)
+        if args.sheets:
+            Path(args.sheets).mkdir(parents=True, exist_ok=True)
+            rows = [labelled_strip([("x", to_pil(images[i]).resize((128, 128))),
+                                    ("x'_f", to_pil(cfs[i]).resize((128, 128)))]
+                                   + [(name, to_pil(s[i]).resize((128, 128))) for name, s in strips.items()],
+                                   legend=False) for i in range(min(8, len(images)))]
+            width, height = rows[0].width, sum(r.height for r in rows)
+            from PIL import Image
+            sheet = Image.new("RGB", (width, height), "white")
+            y = 0
+            for r in rows:
+                sheet.paste(r, (0, y))
+                y += r.height
+            sheet.save(Path(args.sheets) / f"{attribute}.png")
+    if args.json:
+        Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()
