@@ -19,6 +19,7 @@ following ``docs/metrics.md``:
 from __future__ import annotations
 
 import functools
+import math
 import os
 import platform
 import time
@@ -39,6 +40,31 @@ from recourse.metrics import ImageRecourse
 from recourse.paired import Student, paired_recourse
 
 ImageSource = str | os.PathLike | bytes | Image.Image | torch.Tensor
+
+
+# Below these, a recourse's size and direction are noise, not findings (docs/metrics.md): a
+# mean change under half an 8-bit grey level per pixel (0.5/255) is less than a PNG of the face
+# can even store, and a face whose full-precision logit lies within 0.1 of the boundary
+# (p 0.475-0.525) needs almost no change, so a ratio of two such costs ("2043% larger") or the
+# direction of an edit of that size means nothing. (The mean cost of the full-precision
+# recourse at margin 0 is 0.014: "teacher_cost" of assets/benchmark.json's margin sweep.)
+NOISE_FLOOR_COST = 0.002
+BOUNDARY_LOGIT = 0.1
+
+
+def on_boundary(recourse: ImageRecourse, face_logit: float) -> bool:
+    """Whether the face already sits on the full-precision model's boundary: its logit of the
+    attribute within ``BOUNDARY_LOGIT`` of 0, or its valid recourse cheaper than the floor (but
+    not free: a cost of 0 means the face had the target decision already, see ``reason``)."""
+    return abs(face_logit) < BOUNDARY_LOGIT or (
+        recourse.teacher_valid and 0 < recourse.teacher_cost < NOISE_FLOOR_COST)
+
+
+def compared(recourse: ImageRecourse, face_logit: float) -> bool:
+    """Whether ``CRG_i`` and ``DirSim_i`` are quoted: both defined, the face off the boundary
+    and both recourses at or above the noise floor."""
+    return (recourse.crg is not None and recourse.dirsim is not None and not on_boundary(recourse, face_logit)
+            and recourse.student_cost >= NOISE_FLOOR_COST)
 
 
 def minimal_recourse() -> CounterfactualConfig:
@@ -141,8 +167,19 @@ class AuditResult:
     seconds: dict[str, float]
 
     @property
+    def face_logit(self) -> float:
+        """The full-precision logit of the audited attribute on the face."""
+        p = self.predictions
+        return float(torch.logit(p.teacher_probabilities[attribute_index(p.attribute)].double()))
+
+    @property
+    def compared(self) -> bool:
+        """Whether CRG_i and DirSim_i are above the noise floor (see :func:`compared`)."""
+        return compared(self.recourse, self.face_logit)
+
+    @property
     def verdict(self) -> str:
-        return verdict(self.recourse, self.judge, self.predictions.attribute)
+        return verdict(self.recourse, self.judge, self.predictions.attribute, self.face_logit)
 
     def to_dict(self) -> dict:
         """Every value of the audit (the pictures are added by :func:`recourse.render.audit_record`)."""
@@ -155,6 +192,9 @@ class AuditResult:
                 "student_valid": r.student_valid, "teacher_cost": round(r.teacher_cost, 6),
                 "student_cost": round(r.student_cost, 6), "crg": _round(r.crg), "dirsim": _round(r.dirsim),
                 "reason": r.reason,
+                "noise_floor": {"cost": NOISE_FLOOR_COST, "boundary_logit": BOUNDARY_LOGIT,
+                                "face_logit": round(self.face_logit, 6),
+                                "on_boundary": on_boundary(r, self.face_logit), "compared": self.compared},
             },
             "probabilities_after": {k: round(v, 6) for k, v in self.probabilities_after.items()},
             "student_logits": {k: round(v, 6) for k, v in self.student_logits.items()},
@@ -184,9 +224,12 @@ def _named(probabilities: torch.Tensor) -> dict[str, float]:
     return {name: round(float(p), 6) for name, p in zip(ATTRIBUTES, probabilities)}
 
 
-def verdict(recourse: ImageRecourse, judge: JudgeView | None = None, attribute: str = "the attribute") -> str:
-    """The audit's outcome in plain words: the two models, then what the robust judge sees."""
-    return _models_verdict(recourse) + judge_verdict(judge, recourse, attribute)
+def verdict(recourse: ImageRecourse, judge: JudgeView | None = None, attribute: str = "the attribute",
+            face_logit: float | None = None) -> str:
+    """The audit's outcome in plain words: the two models, then what the robust judge sees.
+    ``face_logit``: the full-precision logit of the attribute on the face (None: not known,
+    only the costs are held against the noise floor)."""
+    return _models_verdict(recourse, face_logit) + judge_verdict(judge, recourse, attribute)
 
 
 def judge_says(judge: JudgeView | None, model: str) -> str:
@@ -228,17 +271,27 @@ def judge_verdict(judge: JudgeView | None, recourse: ImageRecourse, attribute: s
     return ""
 
 
-def _models_verdict(recourse: ImageRecourse) -> str:
+def _models_verdict(recourse: ImageRecourse, face_logit: float | None = None) -> str:
     if not recourse.teacher_valid:
         return ("The full-precision model found no valid recourse for this face, so there is no recourse "
                 "for the quantized model to honour.")
     first = ("The quantized model rejects the recourse the full-precision model accepts."
              if not recourse.student_accepts_teacher else
              "The quantized model accepts the recourse the full-precision model accepts.")
+    if on_boundary(recourse, 1.0 if face_logit is None else face_logit):
+        where = "" if face_logit is None else f" (logit {face_logit:+.3f}, p {1 / (1 + math.exp(-face_logit)):.3f})"
+        return (f"The face already sits on the full-precision model's decision boundary{where}: its recourse "
+                f"changes the face by {recourse.teacher_cost:.4f} on average, so the two recourses' sizes and "
+                f"directions are not compared (below a change of {NOISE_FLOOR_COST} or within {BOUNDARY_LOGIT} "
+                f"logits of the boundary they are noise). " + first)
     if not recourse.student_valid:
         return first + " Guided by itself, the quantized model finds no valid recourse."
     if recourse.crg is None or recourse.dirsim is None:  # e.g. the full-precision recourse changes nothing
         return first + f" Its own recourse cannot be compared with the full-precision one: {recourse.reason}."
+    if recourse.student_cost < NOISE_FLOOR_COST:
+        return (first + f" Its own recourse changes the face by only {recourse.student_cost:.4f} on average, "
+                f"below the {NOISE_FLOOR_COST} noise floor: the quantized model sits on its boundary here, so the "
+                f"sizes and directions are not compared.")
     change = recourse.student_cost / recourse.teacher_cost - 1
     size = f"{abs(change):.0%} {'larger' if change >= 0 else 'smaller'}"
     return (first + f" Its own recourse is a {size} change than the full-precision one, in a direction "

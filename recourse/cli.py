@@ -252,7 +252,7 @@ def command_counterfactual(args: argparse.Namespace) -> int:
               else "it guided and decided")
     print(f"{student.name} ({guided}), margin {config.margin:g}: {args.attribute} p = "
           f"{result.probability_before.item():.3f} → {result.probability_after.item():.3f} "
-          f"(target {target}, {'valid' if result.valid.item() else 'NOT valid'}), cost {result.cost.item():.4f}, "
+          f"(decides {int(result.probability_after.item() >= 0.5)}; target {target}, {'valid' if result.valid.item() else 'NOT valid'}), cost {result.cost.item():.4f}, "
           f"{result.seconds:.2f} s; wrote {args.out}")
     return 0
 

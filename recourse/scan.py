@@ -11,7 +11,10 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from recourse.audit import COMMITTED, AuditSettings, JudgeView, judge_view, model_resolution, resolve_judge
+from recourse.audit import (
+    COMMITTED, NOISE_FLOOR_COST, AuditSettings, JudgeView, compared, judge_view, model_resolution, on_boundary,
+    resolve_judge,
+)
 from recourse.data import DatasetError, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
 from recourse.metrics import ImageRecourse
@@ -28,22 +31,49 @@ class FolderCase:
     recourse: ImageRecourse
     divergence: float | None  # see divergence_score; None where there is nothing to compare
     judge: JudgeView | None = None  # the robust judge's view of both recourses, as in an audit
+    face_logit: float = float("inf")  # the full-precision logit of the attribute on the face
+
+    @property
+    def on_boundary(self) -> bool:
+        """The face sits on the full-precision boundary (recourse.audit.on_boundary): ranked apart."""
+        return on_boundary(self.recourse, self.face_logit)
+
+    @property
+    def compared(self) -> bool:
+        """Whether CRG_i and DirSim_i are above the noise floor (recourse.audit.compared)."""
+        return compared(self.recourse, self.face_logit)
+
+    @property
+    def score_label(self) -> float | str:
+        """The divergence as a ranking shows it, or why there is none."""
+        if not self.recourse.teacher_valid:
+            return "no teacher recourse"
+        if self.on_boundary:
+            return "on the boundary"
+        return round(self.divergence, 3)
 
 
-def divergence_score(recourse: ImageRecourse) -> float | None:
+def divergence_score(recourse: ImageRecourse, face_logit: float = float("inf")) -> float | None:
     """Ranks recourse failures, worst first: 1 if the student rejects the teacher's recourse,
     plus 1 if the student finds no valid recourse of its own, plus ``(1 − DirSim_i/100) / 2``
-    where DirSim_i is defined. ``None`` when the teacher has no valid recourse."""
-    if not recourse.teacher_valid:
+    where DirSim_i is defined and both recourses are above the noise floor (the direction of
+    a smaller edit is noise). ``None`` when the teacher has no valid recourse or the face
+    sits on its boundary (``face_logit``: its full-precision logit; see
+    :func:`recourse.audit.on_boundary`): a rejection there is a coin's toss, not a failure."""
+    if not recourse.teacher_valid or on_boundary(recourse, face_logit):
         return None
     score = float(not recourse.student_accepts_teacher) + float(not recourse.student_valid)
-    if recourse.dirsim is not None:
+    if recourse.dirsim is not None and recourse.student_cost >= NOISE_FLOOR_COST:
         score += (1 - recourse.dirsim / 100) / 2
     return score
 
 
 def _rank(cases: list[FolderCase]) -> list[FolderCase]:
-    return sorted(cases, key=lambda c: (c.divergence is None, -(c.divergence or 0.0), c.filename))
+    """Worst first; faces on the boundary after every scored one, then those without a teacher recourse."""
+    def group(case: FolderCase) -> int:
+        return 0 if case.divergence is not None else (1 if case.recourse.teacher_valid else 2)
+
+    return sorted(cases, key=lambda c: (group(c), -(c.divergence or 0.0), c.filename))
 
 
 def read_folder(folder: str | os.PathLike, split: str, count: int,
@@ -125,9 +155,12 @@ def scan_images(
         targets = flip_targets(teacher, x, attribute)
         paired = paired_recourse(x, attribute, targets, teacher, student, settings.counterfactual, generator,
                                  seeds=(seed,) * len(x))
+        face_logits = torch.logit(paired.teacher.probability_before.double())
         for i, name in enumerate(batch_names):
             recourse = paired.columns.image(i)
             judged = judge_view(judge, x[i], paired.teacher.images[i], paired.student.counterfactuals[i], index,
                                 int(targets[i]))
-            cases.append(FolderCase(name, x[i], int(targets[i]), recourse, divergence_score(recourse), judged))
+            face_logit = float(face_logits[i])
+            cases.append(FolderCase(name, x[i], int(targets[i]), recourse, divergence_score(recourse, face_logit),
+                                    judged, face_logit))
         yield len(cases), len(names), _rank(cases)

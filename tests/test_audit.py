@@ -266,3 +266,55 @@ def test_committed_models_audit_a_gallery_face():
         judge_after = torch.sigmoid(models.load_judge()(result.student_counterfactual[None]))[0, SMILING]
     assert result.judge is not None and result.judge.on_student_counterfactual == pytest.approx(float(judge_after))
     assert (COMMITTED / "variants" / "ptq-int8" / "config.json").is_file()
+
+
+# --- the noise floor (issue 24): no ratio or similarity of edits that are noise --------------
+
+
+@pytest.mark.parametrize("values, face_logit, expected, absent", [
+    # p = 0.504: both edits near 0; was "a 2043% larger change"
+    ((True, True, True, 0.00001, 0.0003, 0.1), 0.016, "already sits on the full-precision model's decision "
+                                                       "boundary (logit +0.016, p 0.504)", "%"),
+    ((True, False, True, 0.0002, 0.0005, -0.5), 2.0, "its recourse changes the face by 0.0002 on average", "%"),
+    ((True, True, True, 0.03, 0.0002, 0.0), 2.0, "changes the face by only 0.0002 on average, below the 0.002 "
+                                                 "noise floor", "%"),
+    ((True, True, True, 0.03, 0.015, 0.8), 2.0, "a 50% smaller change", None),  # above the floor: as before
+])
+def test_the_verdict_quotes_no_ratio_below_the_noise_floor(values, face_logit, expected, absent):
+    from recourse.audit import compared
+
+    said = verdict(image_recourse(*values), None, "Smiling", face_logit)
+    assert expected in said, said
+    if absent is not None:
+        assert absent not in said and not compared(image_recourse(*values), face_logit)
+
+
+@pytest.mark.requires("committed_variants")
+def test_the_near_boundary_gallery_face_is_said_to_be_on_the_boundary():
+    """generated-seed-21: the full-precision model sees Smiling at p = 0.504."""
+    from PIL import Image
+
+    from recourse.render.audit_html import value_cards
+
+    face = GALLERY_FACE.parent / "generated-seed-21.png"
+    image = torch.from_numpy(np.array(Image.open(face).convert("RGB"))).permute(2, 0, 1).float() / 255
+    result = audit_image(image, "ptq-int8", "Smiling")
+    assert abs(result.face_logit) < 0.1
+    assert "already sits on the full-precision model's decision boundary" in result.verdict
+    assert "%" not in result.verdict.split(". The robust judge")[0]
+    floor = result.to_dict()["recourse"]["noise_floor"]
+    assert floor["on_boundary"] and not floor["compared"]
+    assert value_cards(result).count("not compared: on the boundary") == 2  # CRG_i and DirSim_i
+
+
+def test_a_quantized_logit_of_exactly_0_is_shown_with_its_decision(zero_cost_audit):
+    """p = 0.500 with a ✗ read as a contradiction: the decision rule calls logit 0 a 1."""
+    from dataclasses import replace
+
+    from recourse.render.audit_html import decided
+
+    assert (decided(0.5, 2), decided(0.4999, 3), decided(0.7, 2)) == ("0.50→1", "0.500→0", "0.70")
+    on_the_grid = replace(zero_cost_audit, student_logits={"original": 0.0, "teacher_counterfactual": 0.0,
+                                                           "student_counterfactual": -0.25})
+    table = evidence_table(on_the_grid)
+    assert table.count("(logit 0 → decides 1)") == 2 and "(logit -0.25 → decides 0)" in table

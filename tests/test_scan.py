@@ -32,7 +32,7 @@ def test_scan_folder_ranks_and_a_listed_image_reproduces_its_row(hq_folder, tiny
     ranked = [c.divergence for c in cases]
     assert ranked == sorted(ranked, key=lambda d: (d is None, -(d or 0.0)))  # worst first, undefined last
     for case in cases:
-        assert case.divergence == divergence_score(case.recourse)
+        assert case.divergence == divergence_score(case.recourse, case.face_logit)
         single = audit_image(case.image, "ptq-int8", "Smiling", None, TINY, teacher, student, tiny_generator,
                              judge=judge)
         assert single.predictions.target == case.target and single.recourse == case.recourse
@@ -62,6 +62,32 @@ def test_read_folder_frames_the_first_images_of_a_split(hq_folder):
 ])
 def test_divergence_score_hand_computed(values, expected):
     assert divergence_score(image_recourse(*values)) == expected
+
+
+@pytest.mark.parametrize("values, face_logit, expected", [
+    ((True, False, True, 0.0003, 0.0001, -0.9), 3.0, None),  # both edits under the floor: on the boundary
+    ((True, False, True, 0.1, 0.2, 0.5), 0.016, None),  # p = 0.504: on the boundary whatever the costs
+    ((True, False, True, 0.1, 0.0001, -0.9), 3.0, 1.0),  # only the student's edit under the floor: no DirSim term
+    ((True, False, True, 0.1, 0.2, 0.5), 0.2, 1.25),  # off the boundary, above the floor: as before
+])
+def test_divergence_score_respects_the_noise_floor(values, face_logit, expected):
+    assert divergence_score(image_recourse(*values), face_logit) == expected
+
+
+def test_faces_on_the_boundary_rank_after_every_scored_face_and_say_why():
+    from recourse.scan import FolderCase, _rank
+
+    def case(name, values, face_logit):
+        recourse = image_recourse(*values)
+        return FolderCase(name, torch.zeros(3, 4, 4), 1, recourse, divergence_score(recourse, face_logit),
+                          face_logit=face_logit)
+
+    boundary = case("boundary", (True, False, False, 0.0003, 0.0, 0.0), 0.016)  # would score 2, the most
+    mild = case("mild", (True, True, True, 0.1, 0.1, 0.9), 2.0)
+    none = case("none", (False, False, False, 0.1, 0.1, 0.0), 2.0)
+    assert [c.filename for c in _rank([boundary, none, mild])] == ["mild", "boundary", "none"]
+    assert (mild.score_label, boundary.score_label, none.score_label) == (0.05, "on the boundary",
+                                                                          "no teacher recourse")
 
 
 def test_scan_folder_rejects_a_folder_that_is_not_celeba(tmp_path, tiny_generator):

@@ -11,7 +11,7 @@ import datetime
 import html
 import json
 
-from recourse.audit import AuditResult, Predictions, judge_says
+from recourse.audit import AuditResult, Predictions, judge_says, on_boundary
 from recourse.data import ATTRIBUTES
 from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, display_pictures, png_data_uri
 
@@ -43,10 +43,20 @@ def audit_record(result: AuditResult) -> dict:
             "images": {name: png_data_uri(picture) for name, picture in audit_pictures(result).items()}}
 
 
+def decided(probability: float, digits: int) -> str:
+    """``probability`` to ``digits`` places, with the decision it implies where the rounding
+    hides it: a quantized model's logit is often exactly 0, p = 0.500, which decides 1."""
+    shown = f"{probability:.{digits}f}"
+    if float(shown) == 0.5:
+        return f"{shown}→{int(probability >= 0.5)}"
+    return shown
+
+
 def _bar(probability: float, colour: str) -> str:
     return (f'<span style="white-space:nowrap"><span style="background:#e5e7eb;width:70px;height:9px;'
             f'display:inline-block;vertical-align:middle"><span style="background:{colour};width:{probability * 70:.0f}px;'
-            f'height:9px;display:block"></span></span> <span style="font-family:monospace">{probability:.2f}</span></span>')
+            f'height:9px;display:block"></span></span> <span style="font-family:monospace">{decided(probability, 2)}'
+            '</span></span>')
 
 
 def predictions_chart(predictions: Predictions, student_name: str = "compressed") -> str:
@@ -80,6 +90,9 @@ def _card_value(result: AuditResult, key: str) -> tuple[str, str]:
         return ("valid ✓", _GOOD) if value else ("not valid ✗", _BAD)
     if value is None:
         return "undefined: " + html.escape(r.reason), _NEUTRAL
+    if key in ("crg", "dirsim") and not result.compared:  # noise, not a finding (recourse.audit.NOISE_FLOOR_COST)
+        why = "on the boundary" if on_boundary(r, result.face_logit) else "below the noise floor"
+        return f"not compared: {why}", _NEUTRAL
     if key == "dirsim":
         return f"{value:.1f}", _NEUTRAL
     return f"{value:.4f}" if key.endswith("cost") else f"{value:.3f}", _NEUTRAL
@@ -124,10 +137,17 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
     wanted = "present" if p.target else "absent"
 
     def cell(probability: float, logit: float | None = None) -> str:
-        accepted = (probability >= 0.5) == bool(p.target)
-        mark = "✓" if accepted else "✗"
-        extra = f" <span style='color:#6b7280'>(logit {logit:+.2f})</span>" if logit is not None else ""
-        return f"<td style='padding:2px 8px'>{probability:.3f} {mark}{extra}</td>"
+        decision = int(probability >= 0.5) if logit is None else int(logit >= 0)
+        mark = "✓" if decision == p.target else "✗"
+        # the decision is spelled out beside the compressed model's logit, which sits on a grid
+        # and is often exactly 0 (p = 0.500, decided 1), and wherever p rounds to 0.500
+        if logit is not None:
+            extra = f" <span style='color:#6b7280'>(logit {'0' if logit == 0 else f'{logit:+.2f}'} → decides {decision})</span>"
+        elif f"{probability:.3f}" == "0.500":
+            extra = f" <span style='color:#6b7280'>(decides {decision})</span>"
+        else:
+            extra = ""
+        return f"<td style='padding:2px 8px;white-space:nowrap'>{probability:.3f} {mark}{extra}</td>"
 
     teacher_row = (cell(float(p.teacher_probabilities[index])) + cell(after["teacher_on_teacher_counterfactual"])
                    + cell(after["teacher_on_student_counterfactual"]))
