@@ -1,0 +1,69 @@
+"""The face denoiser and its training loop, on tiny generated images."""
+
+import json
+from dataclasses import replace
+
+import numpy as np
+import torch
+
+from recourse.generation.denoiser_training import DenoiserTrainConfig, denoising_psnr, train_denoiser
+from recourse.generation.face_denoiser import FaceDenoiser, edm_scalings, psnr
+from recourse.generation.generators import load_face_denoiser, save_face_denoiser
+
+TINY = DenoiserTrainConfig(block_out_channels=(32, 32, 32), attention_levels=(False, False, False),
+                           batch_size=4, steps=4, eval_every=2, warmup_steps=2)
+
+
+def images(n: int = 12, size: int = 32) -> np.ndarray:
+    return np.random.default_rng(0).integers(0, 256, (n, 3, size, size), dtype=np.uint8)
+
+
+def test_edm_scalings_keep_the_input_and_target_at_unit_scale():
+    sigma = torch.tensor([0.02, 0.3, 1.0])
+    c_skip, c_out, c_in = edm_scalings(sigma)
+    assert torch.allclose(c_in, 1 / (sigma ** 2 + 0.25).sqrt())
+    # at low noise the denoiser passes the input through; at high noise it predicts
+    assert c_skip[0] > 0.99 and c_skip[2] < 0.25
+    # the skip and the network share the signal: c_skip + c_out² / σ_data² = 1
+    assert torch.allclose(c_skip + c_out ** 2 / 0.25, torch.ones(3))
+
+
+def test_psnr_of_an_exact_estimate_is_large_and_of_noise_is_small():
+    x = torch.rand(2, 3, 8, 8)
+    assert (psnr(x, x) > 100).all()
+    assert (psnr(torch.zeros_like(x), torch.ones_like(x)) == 0).all()
+
+
+def test_training_writes_ema_weights_a_curve_and_resumes(tmp_path):
+    state = tmp_path / "state"
+    ema = train_denoiser(images(), images(4), state, TINY, metadata={"training_command": "test"})
+    curve = [json.loads(line) for line in (state / "curve.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in curve] == [2, 4]
+    assert {"psnr_0.1", "psnr_0.3", "psnr_0.5"} <= set(curve[0])
+    record = json.loads((ema / "training.json").read_text())
+    assert record["step"] == 4 and record["training_command"] == "test"
+    first = FaceDenoiser.from_pretrained(ema, low_cpu_mem_usage=False)
+    # resuming continues from step 4 to 6, it does not start again
+    train_denoiser(images(), images(4), state, replace(TINY, steps=6))
+    curve = [json.loads(line) for line in (state / "curve.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in curve] == [2, 4, 6]
+    resumed = FaceDenoiser.from_pretrained(ema, low_cpu_mem_usage=False)
+    assert not torch.equal(first.unet.conv_in.weight, resumed.unet.conv_in.weight)
+
+
+def test_a_run_can_start_from_saved_weights(tmp_path):
+    ema = train_denoiser(images(), images(4), tmp_path / "a", TINY)
+    saved = FaceDenoiser.from_pretrained(ema, low_cpu_mem_usage=False)
+    train_denoiser(images(), images(4), tmp_path / "b", replace(TINY, steps=1, learning_rate=0.0), init_from=ema)
+    again = FaceDenoiser.from_pretrained(tmp_path / "b" / "ema", low_cpu_mem_usage=False)
+    assert torch.allclose(saved.unet.conv_in.weight, again.unet.conv_in.weight)
+
+
+def test_half_precision_weights_load_as_float_and_denoise(tmp_path):
+    model = FaceDenoiser(resolution=32, block_out_channels=(32, 32, 32), attention_levels=(False, False, False))
+    save_face_denoiser(model, tmp_path / "d")
+    loaded = load_face_denoiser(tmp_path / "d")
+    assert loaded.unet.conv_in.weight.dtype == torch.float32
+    x = torch.rand(2, 3, 32, 32)
+    assert torch.allclose(loaded(x, 0.3), model(x, 0.3), atol=2e-2)
+    assert 0 < denoising_psnr(loaded, x, 0.3) < 100
