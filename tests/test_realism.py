@@ -122,3 +122,23 @@ def test_the_discriminator_tells_shifted_edits_apart_and_not_real_ones():
     assert abs(alike.auc - 0.5) < 0.08
     with pytest.raises(ValueError, match="same feature size"):
         edit_discriminator(real_train, gaussian(5, 8), real_test, real_test)
+
+
+def test_the_discriminator_script_matches_each_edit_with_a_real_face_at_its_target():
+    from recourse.data import attribute_index
+    from scripts.edit_discriminator import matched_real
+
+    rng = np.random.default_rng(0)
+    real_images = rng.integers(0, 256, (20, 3, 4, 4), dtype=np.uint8)
+    real_labels = np.zeros((20, 40), np.uint8)
+    smiling, male = attribute_index("Smiling"), attribute_index("Male")
+    real_labels[:5, smiling] = 1  # faces 0–4 smile; face 0 is also an edit's original
+    real_labels[10:, male] = 1
+    pairs = {"originals": real_images[[0, 11, 12]], "attributes": np.array(["Smiling"] * 6 + ["Male"]),
+             "targets": np.array([1] * 6 + [0])}
+    pairs["originals"] = np.concatenate([pairs["originals"], real_images[[13] * 4]])
+    kept, reals = matched_real(pairs, real_images, real_labels, np.random.default_rng(1))
+    # four smiling faces are free (face 0 is an original): four of the six smile edits are kept
+    assert sorted(reals[pairs["attributes"][kept] == "Smiling"].tolist()) == [1, 2, 3, 4]
+    assert len(set(reals.tolist())) == len(reals) == 5
+    assert real_labels[reals[pairs["attributes"][kept] == "Male"], male].tolist() == [0]
