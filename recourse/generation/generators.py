@@ -19,7 +19,7 @@ import torch
 from diffusers import DDIMScheduler, DiffusionPipeline
 from torch import nn
 
-from recourse.checkpoints import load_classifier, save_classifier
+from recourse.checkpoints import load_classifier, save_classifier, write_manifest
 from recourse.data import resize_images
 from recourse.generation.face_denoiser import FaceDenoiser
 from recourse.generation.models import LatentDenoiser, PCAAutoencoder
@@ -89,6 +89,7 @@ class LatentFaceGenerator:
         if self.face_denoiser is not None:
             save_face_denoiser(self.face_denoiser, directory / FACE_DENOISER_FOLDER)
         (directory / GENERATOR_FILE).write_text(json.dumps({"kind": "pca-latent-diffusion", **(metadata or {})}, indent=2) + "\n")
+        write_manifest(directory)  # the content of every part, checked before the app loads it
 
     @classmethod
     def from_pretrained(cls, directory: str | Path) -> "LatentFaceGenerator":

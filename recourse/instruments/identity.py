@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
@@ -81,6 +81,9 @@ class IdentityResult:
     threshold: float
     detected_originals: int  # faces the detector found (the rest used the fallback box)
     detected_counterfactuals: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 class FaceDescriptor:

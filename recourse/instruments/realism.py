@@ -20,7 +20,7 @@ in the same proportions as the edits' targets: compared with their own originals
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 import numpy as np
 import torch
@@ -61,6 +61,9 @@ class RealFloor:
     n: int
     fd: float
     kid: float
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 def real_floor(real_features: torch.Tensor | np.ndarray, n: int, seed: int = 0) -> RealFloor:
@@ -105,6 +108,9 @@ class RealismResult:
     floor_fd: float  # real vs the real reference
     floor_kid: float
     draws: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 def realism_with_floor(edited_features: torch.Tensor | np.ndarray, targets: np.ndarray,
@@ -156,6 +162,9 @@ class DiscriminatorResult:
     train_auc: float  # on its own training faces (far above ``auc`` = it memorised)
     n_train: int  # real + edited
     n_test: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
 
 
 def edit_discriminator(train_real: torch.Tensor | np.ndarray, train_edited: torch.Tensor | np.ndarray,
