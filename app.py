@@ -5,14 +5,23 @@ results back (``recourse.render`` draws). Plain functions first, then the layout
 
 Public mode (on a Space, detected from ``SPACE_ID``, or with ``RECOURSE_PUBLIC=1``): the
 failure scan never takes a server path; it ranks uploaded photos, the gallery, or the
-folders an operator lists in ``RECOURSE_SCAN_ROOTS`` (shown by name only).
+folders an operator lists in ``RECOURSE_SCAN_ROOTS`` (shown by name only). Every request
+goes through the queue (the direct ``/run`` routes are closed), each caller may have a few
+requests queued and upload so much per window, and audits and scans keep to a cost budget.
+
+Always: uploads reach the app as checked paths in Gradio's upload folder and are decoded by
+``recourse.faces`` only (``recourse.inputs``); request bodies are capped
+(``recourse.request_limits``).
 """
 
 from __future__ import annotations
 
 import json
+import math
+import numbers
 import os
 import shutil
+import sys
 import tempfile
 import threading
 import time
@@ -31,14 +40,16 @@ from recourse.audit import AuditSettings, audit_image, audit_steps, judge_says, 
 from recourse.benchmark import BenchmarkResult
 from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, SPLITS, DatasetError, to_float_images
-from recourse.generation import CounterfactualConfig, default_generator
-from recourse.models import VARIANTS, load_judge, load_teacher, variant_status
+from recourse.generation import CounterfactualConfig
+from recourse.inputs import Choice, OneOf, UploadedFiles, UploadedImage, prune_folder
+from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_status
 from recourse.paths import assets_dir
 from recourse.render.audit_html import (
     attribution_table, audit_record, evidence_table, predictions_chart, report_html, value_cards,
 )
 from recourse.render.benchmark import accuracy_plot, display_rows
 from recourse.render.pictures import display_pictures, enlarge, to_pil
+from recourse.request_limits import RequestLimits, client_of
 from recourse.scan import FolderCase, read_folder, scan_images
 
 GALLERY = assets_dir() / "gallery"
@@ -50,12 +61,36 @@ DEFAULTS = minimal_recourse()
 PUBLIC = bool(os.environ.get("SPACE_ID")) or os.environ.get("RECOURSE_PUBLIC") == "1"
 SCAN_ROOTS = {Path(p).name: Path(p) for p in os.environ.get("RECOURSE_SCAN_ROOTS", "").split(os.pathsep) if p}
 MAX_SCAN_IMAGES = 64 if PUBLIC else 256
+# The cost budget. In public mode an audit's most editing steps, margin and cone are held
+# below what the library allows (steps 400, cone 0 and margin 10 made a 62 s audit), a scan
+# may spend at most MAX_SCAN_WORK editing steps in all (faces × steps), and audits and scans
+# stop at a wall-time limit, checked after each stage of an audit and each face of a scan.
+MAX_STEPS = 120 if PUBLIC else 400  # 120: the default
+MAX_MARGIN = 3.0 if PUBLIC else 10.0
+MIN_CONE = 10.0 if PUBLIC else 0.0
+MAX_SCAN_WORK = 16 * 120 if PUBLIC else MAX_SCAN_IMAGES * 400
+AUDIT_SECONDS = 90.0 if PUBLIC else math.inf
+SCAN_SECONDS = 300.0 if PUBLIC else math.inf
+# What one caller may send (recourse.request_limits): a body (uploads excepted) of at most
+# 1 MB (no input of this app needs more: images come as uploads), uploads of at most
+# UPLOAD_QUOTA bytes per UPLOAD_WINDOW_S, and MAX_QUEUED requests waiting or running.
+MAX_BODY_BYTES = 2**20
+UPLOAD_QUOTA = (200 if PUBLIC else 10_000) * 2**20
+UPLOAD_WINDOW_S = 600.0
+MAX_QUEUED = 4 if PUBLIC else 1000
+QUEUE_SIZE = 64 if PUBLIC else 256
 # Two heavy requests at a time on two cores; the rest wait in the queue (never dropped).
 HEAVY_CONCURRENCY = int(os.environ.get("RECOURSE_APP_CONCURRENCY", "2"))
 EXPECTED_ERRORS = (ValueError, CheckpointError, DatasetError, OSError)  # bad input, missing or broken checkpoints
 EXPORTS = Path(tempfile.gettempdir()) / "recourse-audit-exports"  # one root, so a restart cleans old exports
 EXPORT_LIFETIME_S = 3600
 _EXPORT_LOCK = threading.Lock()
+
+BUDGET_NOTE = (f"This public app's budget: at most {MAX_STEPS} editing steps, a margin of at most {MAX_MARGIN:g} and "
+               f"a cone of at least {MIN_CONE:g}°; an audit stops after {AUDIT_SECONDS:.0f} s, a scan after "
+               f"{SCAN_SECONDS:.0f} s and at most {MAX_SCAN_WORK} editing steps in all (faces × steps); uploads of "
+               f"{faces.MAX_UPLOAD_BYTES // 2**20} MB a file and {UPLOAD_QUOTA // 2**20} MB per "
+               f"{UPLOAD_WINDOW_S / 60:g} minutes.")
 
 GLOSSARY = """
 - **Recourse** `x'`: the smallest realistic change of the face that makes a model decide the target.
@@ -111,14 +146,40 @@ def chosen_image(upload: str | None, selected: np.ndarray | None):
     raise gr.Error("Choose a face from the gallery or upload a photo first.")
 
 
+def _number(name: str, value, low: float, high: float, whole: bool = False) -> float:
+    """A setting from a request, refused unless it is a finite real number in ``[low, high]``
+    (a whole one where ``whole``). ``True`` is not a number here, though Python counts it as 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise gr.Error(f"{name} must be a number, got {str(value)[:40]!r}")
+    if whole and value != int(value):
+        raise gr.Error(f"{name} must be a whole number, got {value:g}")
+    if not low <= value <= high:
+        raise gr.Error(f"{name} must be between {low:g} and {high:g} here, got {value:g}")
+    return value
+
+
 def settings_from(steps: float, cone: float, seed: float, margin: float) -> AuditSettings:
-    """The audit's settings from the screen: ``steps`` is the most editing steps, ``cone`` the
-    angle around the robust guide's gradient."""
+    """The audit's settings from the screen, within this app's budget: ``steps`` is the most
+    editing steps, ``cone`` the angle around the robust guide's gradient."""
+    steps = int(_number("Most editing steps", steps, 1, MAX_STEPS, whole=True))
+    cone = float(_number("Cone", cone, MIN_CONE, 90))
+    seed = int(_number("Seed", seed, 0, 2**31 - 1, whole=True))
+    margin = float(_number("Margin", margin, 0, MAX_MARGIN))
     try:
-        return AuditSettings(replace(DEFAULTS, finish_steps=int(steps), cone_degrees=float(cone), seed=int(seed),
-                                     margin=float(margin)))
+        return AuditSettings(replace(DEFAULTS, finish_steps=steps, cone_degrees=cone, seed=seed, margin=margin))
     except (TypeError, ValueError, OverflowError) as error:
         raise gr.Error(f"Generator settings: {_public(error)}") from None
+
+
+def scan_count(count, steps: int) -> int:
+    """How many faces a scan ranks: what was asked, within MAX_SCAN_IMAGES and the budget of
+    MAX_SCAN_WORK editing steps (faces × most steps)."""
+    count = int(_number("Faces", count, 1, MAX_SCAN_IMAGES, whole=True))
+    affordable = max(1, MAX_SCAN_WORK // max(1, steps))
+    if count > affordable:
+        raise gr.Error(f"{count} faces at {steps} steps is more than this app's budget of {MAX_SCAN_WORK} editing "
+                       f"steps a scan; rank at most {affordable} faces, or lower the steps")
+    return count
 
 
 def target_from(label: str):
@@ -130,9 +191,16 @@ def target_from(label: str):
 def _public(error: BaseException) -> str:
     """An error's message without server paths."""
     message = str(error)
+    for name, root in SCAN_ROOTS.items():  # a listed folder is shown by its name only
+        message = message.replace(str(root), name).replace(str(root.resolve()), name)
     for path in (str(assets_dir().parent), str(Path.cwd()), tempfile.gettempdir(), str(Path.home())):
         message = message.replace(path + os.sep, "").replace(path, "…")
     return message[:500]
+
+
+def _shareable(record: dict) -> dict:
+    """An audit's record as a public app gives it out: without the server's library versions."""
+    return {key: value for key, value in record.items() if key != "versions"} if PUBLIC else record
 
 
 def _unexpected(error: BaseException) -> gr.Error:
@@ -161,7 +229,7 @@ def _export(result, source: str) -> tuple[str, str]:
         folder = Path(tempfile.mkdtemp(prefix="audit-", dir=EXPORTS))
     stem = f"audit-{result.predictions.variant}-{result.predictions.attribute}"
     json_path, html_path = folder / f"{stem}.json", folder / f"{stem}.html"
-    json_path.write_text(json.dumps({"image": source, **audit_record(result)}, indent=2) + "\n")
+    json_path.write_text(json.dumps({"image": source, **_shareable(audit_record(result))}, indent=2) + "\n")
     html_path.write_text(report_html(result, source))
     return str(json_path), str(html_path)
 
@@ -177,15 +245,20 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
     settings = settings_from(steps, guidance, seed, margin)
     wanted = target_from(target)
     source = f"Uploaded photo {Path(upload).name}." if upload else "Gallery or ranked face."
+    started = time.perf_counter()
     try:
         for step in audit_steps(image, variant, attribute, wanted, settings):
             progress(step.fraction, desc=step.stage)
+            _within(started, AUDIT_SECONDS, "audit", "lower the most editing steps or the margin")
             p = step.predictions
             if step.stage == "predictions":
                 framed = to_pil(p.display if p.display is not None else p.aligned)
                 yield {original_view: enlarge(framed), status: f"**Alignment:** {p.alignment} · generating recourse…",
                        chart: predictions_chart(p, variant)}
-            elif step.result is not None:
+            elif step.result is None:
+                # a yield after every stage: Gradio stops iterating here once the caller has gone
+                yield {status: f"**Alignment:** {p.alignment} · {step.stage} done, working on…"}
+            else:
                 result = step.result
                 pictures = display_pictures(result)
                 json_file, html_file = _export(result, source)
@@ -198,7 +271,7 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
                     ig_teacher: pictures["integrated-gradients_teacher"],
                     ig_student: pictures["integrated-gradients_student"],
                     occ_teacher: pictures["occlusion_teacher"], occ_student: pictures["occlusion_student"],
-                    attributions: attribution_table(result), raw: result.to_dict(),
+                    attributions: attribution_table(result), raw: _shareable(result.to_dict()),
                     export_json: json_file, export_html: html_file,
                     status: (f"**Alignment:** {p.alignment} · margin {settings.counterfactual.margin:g} · "
                              f"audit took {result.seconds['total']:.2f} s"),
@@ -209,6 +282,12 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
         raise gr.Error(_public(error)) from None
     except Exception as error:  # noqa: BLE001 — a public app answers every request
         raise _unexpected(error) from None
+
+
+def _within(started: float, limit: float, what: str, advice: str) -> None:
+    """Stop an audit or scan that has run past its wall-time limit (the budget of public mode)."""
+    if time.perf_counter() - started > limit:
+        raise gr.Error(f"This {what} ran past this app's limit of {limit:.0f} s and was stopped; {advice}.")
 
 
 def select_gallery_face(event: gr.SelectData):
@@ -250,8 +329,8 @@ def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, ph
         if not photos:
             raise gr.Error("Upload one or more photos to rank.")
         names, images = [], []
-        for photo in photos[:count]:
-            path = Path(photo if isinstance(photo, str) else photo.name)
+        for photo in photos[:count]:  # checked paths in the upload folder (UploadedFiles)
+            path = Path(photo)
             try:
                 images.append(to_float_images(faces.align_face(path, resolution).image))
                 names.append(path.name)
@@ -277,12 +356,14 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
                   progress=gr.Progress()):
     """Rank faces by recourse divergence; yields the table and thumbnails as they grow."""
     settings = settings_from(steps, guidance, seed, margin)
-    count = int(min(max(1, count), MAX_SCAN_IMAGES))
+    count = scan_count(count, settings.counterfactual.finish_steps)
+    started = time.perf_counter()
     try:
         names, images = _scan_inputs(source, folder, root, split, count, photos,
                                      load_teacher().config.resolution)
         for done, total, cases in scan_images(names, images, variant, attribute, settings):
             progress(done / total, desc=f"{done} of {total} faces")
+            _within(started, SCAN_SECONDS, "scan", "rank fewer faces or lower the most editing steps")
             rows = [[rank + 1, c.filename, c.target, c.score_label, c.recourse.teacher_valid,
                      c.recourse.student_accepts_teacher, c.recourse.student_valid, _value(c.recourse.crg, c.compared),
                      _value(c.recourse.dirsim, c.compared), judge_says(c.judge, "teacher"), judge_says(c.judge, "student")]
@@ -335,7 +416,7 @@ def load_models(log=print) -> None:
         load_judge()
     except (CheckpointError, FileNotFoundError) as error:  # audits run without it; their cards say "no judge"
         log(f"robust judge: not loaded ({_public(error)})")
-    default_generator()
+    load_generator()  # its files checked against their manifest; a failure is a CheckpointError
     for variant in VARIANTS:
         status = variant_status(variant)
         log(f"variant {variant}: {'loaded' if status is None else status}")
@@ -364,7 +445,9 @@ CSS = """
 @media (max-width: 640px) { .gradio-container {padding: 4px !important} }
 """
 
-with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(600, 900)) as demo:
+CACHE_LIFETIME_S = 900  # uploads and outputs in Gradio's cache are deleted this old (every 600 s)
+
+with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(600, CACHE_LIFETIME_S)) as demo:
     selected_face = gr.State(None)  # per user: framed pixels of the chosen gallery or ranked face
     found_faces = gr.State({})  # per user: the last ranking (variant, attribute, framed faces worst first)
     gr.Markdown("## Recourse audit of a compressed face-attribute classifier\n"
@@ -377,26 +460,28 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                     gallery = gr.Gallery(gallery_faces(), label="Gallery: generated faces and a public-domain photo",
                                          columns=6, rows=1, height=96, allow_preview=False, elem_id="gallery")
                     with gr.Row(equal_height=True):
-                        upload = gr.Image(label="…or upload a photo (the face is found and aligned)", type="filepath",
-                                          sources=["upload"], height=110, buttons=[], elem_id="upload", scale=3,
+                        upload = UploadedImage(label="…or upload a photo (the face is found and aligned)",
+                                               sources=["upload"], height=110, buttons=[], elem_id="upload", scale=3,
                                           min_width=160)
                         with gr.Column(scale=1, min_width=90):
                             gr.Examples([[str(EXAMPLE_PHOTO)]], inputs=[upload], label="Example")
                     with gr.Row():
-                        variant = gr.Dropdown(list(VARIANTS), value=VARIANTS[0], label="Compressed variant",
-                                              min_width=140)
-                        attribute = gr.Dropdown(list(ATTRIBUTES), value="Smiling", label="Attribute", min_width=140)
+                        variant = Choice(list(VARIANTS), value=VARIANTS[0], label="Compressed variant", min_width=140)
+                        attribute = Choice(list(ATTRIBUTES), value="Smiling", label="Attribute", min_width=140)
                     with gr.Row():
-                        target = gr.Dropdown(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
-                                             min_width=140)
-                        margin = gr.Slider(0, 10, value=DEFAULTS.margin, step=0.25, elem_id="margin", min_width=140,
-                                           label="Margin (logits; 0 = minimal recourse)")
+                        target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
+                                        min_width=140)
+                        margin = gr.Slider(0, MAX_MARGIN, value=DEFAULTS.margin, step=0.25, elem_id="margin",
+                                           min_width=140, label="Margin (logits; 0 = minimal recourse)")
                     with gr.Accordion("Generator settings", open=False):
-                        steps = gr.Slider(10, 400, value=DEFAULTS.finish_steps, step=10, label="Most editing steps")
-                        guidance = gr.Slider(0, 90, value=DEFAULTS.cone_degrees, step=1,
+                        steps = gr.Slider(10, MAX_STEPS, value=DEFAULTS.finish_steps, step=10,
+                                          label="Most editing steps")
+                        guidance = gr.Slider(MIN_CONE, 90, value=DEFAULTS.cone_degrees, step=1,
                                              label="Cone around the robust guide (degrees; 90 = no guide)")
                         seed = gr.Number(value=DEFAULTS.seed, precision=0, minimum=0, maximum=2**31 - 1,
                                          label="Seed (only for the optional diffusion stage, off here)")
+                        if PUBLIC:
+                            gr.Markdown(BUDGET_NOTE, elem_id="budget")
                     run = gr.Button("Audit", variant="primary", elem_id="run-audit")
                 with gr.Column(scale=3, min_width=300):
                     status = gr.Markdown("Choose a face and press **Audit**.", label="Status", elem_id="status")
@@ -430,7 +515,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
             with gr.Accordion("Glossary", open=False):
                 gr.Markdown(GLOSSARY)
         with gr.Tab("Benchmark", id="benchmark"):
-            benchmark_run = gr.Radio(list(BENCHMARKS), value=next(iter(BENCHMARKS)), label="Run")
+            benchmark_run = OneOf(list(BENCHMARKS), value=next(iter(BENCHMARKS)), label="Run")
             caption, table, plot = benchmark_view()
             benchmark_caption = gr.Markdown(caption, label="Benchmark run")
             benchmark_table = gr.Dataframe(table, interactive=False, label="Benchmark table", wrap=True)
@@ -442,18 +527,17 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
             sources = ["gallery faces", "uploaded photos"] + (["listed folder"] if SCAN_ROOTS else [])
             sources += [] if PUBLIC else ["server folder"]
             with gr.Row():
-                scan_source = gr.Radio(sources, value=sources[0], label="Faces to rank")
-                scan_photos = gr.File(label="Photos to rank", file_count="multiple", file_types=["image"],
-                                      height=110)
+                scan_source = OneOf(sources, value=sources[0], label="Faces to rank")
+                scan_photos = UploadedFiles(MAX_SCAN_IMAGES, label="Photos to rank", file_types=["image"], height=110)
             with gr.Row():
                 folder = gr.Textbox(label="Server folder (CelebA-HQ or original CelebA layout)",
                                     placeholder="../shared/data/celeba-hq-64", visible=not PUBLIC)
-                scan_root = gr.Dropdown(list(SCAN_ROOTS), label="Listed folder", visible=bool(SCAN_ROOTS))
-                split = gr.Dropdown(list(SPLITS), value="test", label="Split (folders)")
+                scan_root = Choice(list(SCAN_ROOTS), label="Listed folder", visible=bool(SCAN_ROOTS))
+                split = Choice(list(SPLITS), value="test", label="Split (folders)")
                 count = gr.Slider(1, MAX_SCAN_IMAGES, value=16, step=1, label="Faces")
             with gr.Row():
-                scan_variant = gr.Dropdown(list(VARIANTS), value=VARIANTS[0], label="Compressed variant")
-                scan_attribute = gr.Dropdown(list(ATTRIBUTES), value="Smiling", label="Attribute")
+                scan_variant = Choice(list(VARIANTS), value=VARIANTS[0], label="Compressed variant")
+                scan_attribute = Choice(list(ATTRIBUTES), value="Smiling", label="Attribute")
             with gr.Row():
                 scan = gr.Button("Rank", variant="primary")
                 cancel = gr.Button("Cancel")
@@ -495,15 +579,50 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
 # The API page's example upload is a face, not gradio's default picture.
 upload.example_payload = lambda: handle_file(str(EXAMPLE_PHOTO.relative_to(assets_dir().parent)))
 upload.example_value = upload.example_payload
-demo.queue(max_size=256)
+# One queue for every route: in public mode the direct /run routes are closed (gradio_client
+# and the browser join the queue), and the queue holds at most QUEUE_SIZE requests.
+demo.queue(max_size=QUEUE_SIZE, api_open=not PUBLIC)
+
+
+TRUST_FORWARDED = bool(os.environ.get("SPACE_ID"))  # a Space's proxy writes X-Forwarded-For itself
+
+
+def queued_by(client: str) -> int:
+    """How many requests ``client`` has waiting or running in the queue (Gradio 6.31 keeps
+    them in ``event_ids_to_events`` from joining until they end)."""
+    events = list(getattr(demo._queue, "event_ids_to_events", {}).values())
+    return sum(1 for event in events if client_of(event.request.scope, TRUST_FORWARDED) == client)
+
+
+def request_limits() -> list:
+    """The middleware that caps what one caller may send (see recourse.request_limits)."""
+    from starlette.middleware import Middleware
+
+    return [Middleware(RequestLimits, max_body=MAX_BODY_BYTES, upload_quota=UPLOAD_QUOTA, window_s=UPLOAD_WINDOW_S,
+                       max_queued=MAX_QUEUED, queued=queued_by, trust_forwarded=TRUST_FORWARDED)]
+
+
+def start_up(log=print) -> None:
+    """Load the models, or stop with a clear message and exit code 2 (not a traceback) when a
+    checkpoint is missing or broken; and remove what a killed earlier run left behind."""
+    removed = prune_folder(EXPORTS, EXPORT_LIFETIME_S, time.time())
+    made_here = set().union(*(getattr(block, "keep_in_cache", set()) for block in demo.blocks.values()),
+                            *demo.temp_file_sets)  # the gallery and example copies this run made
+    removed += prune_folder(gr.utils.get_upload_folder(), CACHE_LIFETIME_S, time.time(), keep=made_here)
+    log(f"removed {removed} old export and upload folders")
+    try:
+        load_models(log)
+    except (CheckpointError, FileNotFoundError) as error:
+        print(f"The app cannot start: {_public(error)}", file=sys.stderr, flush=True)
+        sys.exit(2)
 
 
 if __name__ == "__main__":
-    _prune_exports()  # what an earlier run left behind
-    load_models(lambda line: print(line, flush=True))
+    start_up(lambda line: print(line, flush=True))
     threading.Thread(target=warm_up, daemon=True).start()
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
                               font_mono=["ui-monospace", "monospace"])  # system fonts: nothing fetched, offline
     # show_error=False: errors we raise (gr.Error) are shown; any other, gradio's own included, shows a
     # generic message, since its text may hold server paths
-    demo.launch(theme=theme, css=CSS, max_file_size=faces.MAX_UPLOAD_BYTES, show_error=False)
+    demo.launch(theme=theme, css=CSS, max_file_size=faces.MAX_UPLOAD_BYTES, show_error=False,
+                app_kwargs={"middleware": request_limits()})

@@ -1,0 +1,469 @@
+"""Issue 25: each attack of the probe, re-run through the real server in public mode
+(``RECOURSE_PUBLIC=1 python app.py`` on loopback), is refused or bounded; and the pieces
+behind each refusal, tested on their own."""
+
+from __future__ import annotations
+
+import base64
+import io
+import json
+import math
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from scripts.app_screenshot import app_process
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLE = ROOT / "assets" / "examples" / "grace-hopper.jpg"
+TARGET = "flip the full-precision decision"
+OK_SETTINGS = (20, 40, 0, 0.0)  # steps, cone, seed, margin: within the public budget
+
+
+def _rss_mib(pid: int, field: str = "VmRSS") -> float:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1]) / 1024
+    raise KeyError(field)
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory):
+    """``(url, process, client)`` of the app in public mode."""
+    from gradio_client import Client
+
+    log = tmp_path_factory.mktemp("app") / "app.log"
+    before = os.environ.get("RECOURSE_PUBLIC")
+    os.environ["RECOURSE_PUBLIC"] = "1"
+    try:
+        with app_process(log=log) as (url, process):
+            yield url, process, Client(url, verbose=False)
+    finally:
+        if before is None:
+            os.environ.pop("RECOURSE_PUBLIC")
+        else:
+            os.environ["RECOURSE_PUBLIC"] = before
+
+
+def _audit(client, image, variant="ptq-int8", settings=OK_SETTINGS, attribute="Smiling", target=TARGET):
+    return client.predict(image, variant, attribute, target, *settings, api_name="/audit")
+
+
+def _refusal(call) -> str:
+    from gradio_client.exceptions import AppError
+
+    with pytest.raises(AppError) as refused:
+        call()
+    return str(refused.value)
+
+
+def _raw_call(url: str, api_name: str, data: list) -> dict:
+    """One event sent as an attacker would, without gradio_client (which would upload a local
+    file it is given): join the queue, read the event stream; the completion message."""
+    import uuid
+
+    import httpx
+
+    config = httpx.get(f"{url}config", timeout=30).json()
+    index = next(i for i, d in enumerate(config["dependencies"]) if d.get("api_name") == api_name)
+    session = uuid.uuid4().hex
+    joined = httpx.post(f"{url}gradio_api/queue/join", timeout=30,
+                        json={"data": data, "fn_index": index, "session_hash": session, "trigger_id": None})
+    assert joined.status_code == 200, joined.text
+    with httpx.stream("GET", f"{url}gradio_api/queue/data", params={"session_hash": session}, timeout=300) as stream:
+        for line in stream.iter_lines():
+            if line.startswith("data:"):
+                message = json.loads(line[5:])
+                if message.get("msg") == "process_completed":
+                    return message
+    raise AssertionError("the event stream ended without a completion")
+
+
+def _raw_refusal(url: str, image) -> str:
+    message = _raw_call(url, "audit", [image, None, "ptq-int8", "Smiling", TARGET, *OK_SETTINGS])
+    assert message["success"] is False, str(message)[:500]
+    return str(message["output"].get("error"))
+
+
+def _upload(client, data: bytes, name: str, tmp_path: Path) -> dict:
+    from gradio_client import handle_file
+
+    path = tmp_path / name
+    path.write_bytes(data)
+    return handle_file(str(path))
+
+
+# --- High: the audit read any image file on the server that a caller named ----------------
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_a_file_object_naming_a_server_path_is_refused_whatever_the_file(server, tmp_path):
+    """Was: a meta-less ``{"path": <server image>}`` came back as the audited face, and the
+    messages told a faceless image, a huge one and a missing one apart."""
+    url, _, _ = server
+    big = tmp_path / "big.png"
+    Image.new("L", (9000, 9000)).save(big)  # over the pixel cap
+    faceless = tmp_path / "grey.png"
+    Image.new("RGB", (200, 200), (128, 128, 128)).save(faceless)
+    named = [str(EXAMPLE), str(ROOT / "assets" / "gallery" / sorted(p.name for p in (ROOT / "assets" / "gallery")
+                                                                     .glob("*.png"))[0]),
+             str(big), str(faceless), "/etc/passwd", str(tmp_path / "absent.png"), "../../etc/hostname"]
+    kinds = {"no meta": lambda path: {"path": path}, "no meta, a name": lambda path: {"path": path, "orig_name": "x"},
+             "meta": lambda path: {"path": path, "meta": {"_type": "gradio.FileData"}}}
+    for kind, payload in kinds.items():
+        messages = {_raw_refusal(url, payload(path)) for path in named}
+        assert len(messages) == 1, (kind, messages)  # one answer: nothing learnt about the server's files
+        if kind != "meta":  # Gradio's own check refuses these, with its null error, as before
+            assert "Upload the photo as a file" in messages.pop()
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_an_uploaded_photo_is_still_audited(server):
+    from gradio_client import handle_file
+
+    _, _, client = server
+    outputs = _audit(client, handle_file(str(EXAMPLE)))
+    record = next(o for o in outputs if isinstance(o, dict) and "recourse" in o)
+    assert "versions" not in record  # low: the server's library versions are not given out
+
+
+# --- High: the queue was optional ----------------------------------------------------------
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("route", ["audit", "find_failures", "benchmark"])
+def test_the_direct_routes_are_closed(server, route):
+    """Was: POST /gradio_api/run/<route> ran outside the queue (three bomb audits at once)."""
+    import httpx
+
+    url, _, _ = server
+    answer = httpx.post(f"{url}gradio_api/run/{route}", json={"data": [None] * 12}, timeout=30)
+    assert answer.status_code == 404 and "join the queue" in answer.text
+
+
+@pytest.mark.slow
+def test_one_caller_may_not_fill_the_queue(server):
+    """At most MAX_QUEUED requests of one caller wait or run at a time; the next is refused."""
+    import httpx
+
+    import app
+
+    url, _, _ = server
+    config = httpx.get(f"{url}config", timeout=30).json()
+    index = next(i for i, d in enumerate(config["dependencies"]) if d.get("api_name") == "find_failures")
+    body = {"data": ["gallery faces", "", None, "test", 1, None, "ptq-int8", "Smiling", 10, 40, 0, 0.0],
+            "fn_index": index, "trigger_id": None}
+    answers = [httpx.post(f"{url}gradio_api/queue/join", json={**body, "session_hash": f"flood{i}"}, timeout=30)
+               for i in range(app.MAX_QUEUED + 2)]
+    codes = [answer.status_code for answer in answers]
+    assert codes[:app.MAX_QUEUED] == [200] * app.MAX_QUEUED and 429 in codes[app.MAX_QUEUED:], codes
+    deadline = time.monotonic() + 240  # let them finish before the next test
+    while time.monotonic() < deadline and app_queue_busy(url):
+        time.sleep(2)
+
+
+def app_queue_busy(url: str) -> bool:
+    import httpx
+
+    return bool(httpx.get(f"{url}gradio_api/queue/status", timeout=30).json().get("queue_size"))
+
+
+# --- Medium: uploads were decoded before the caps applied -------------------------------------
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_bomb_uploads_are_refused_in_bounded_memory(server, tmp_path):
+    """Was: a 34-byte RGBA WebP of 12000² cost 19 s and +2,047 MiB (decoded by Gradio's image
+    input before the app's caps). Each kind is refused from its header; the server's peak
+    memory stays within +200 MiB of what it held before."""
+    from tests.test_limits import BOMBS
+
+    _, process, client = server
+    before = _rss_mib(process.pid)
+    started = time.perf_counter()
+    for name, (data, message) in BOMBS.items():
+        refused = _refusal(lambda: _audit(client, _upload(client, data, name.split()[0].lower() + ".img", tmp_path)))
+        assert message in refused, (name, refused)
+    seconds = time.perf_counter() - started
+    peak = _rss_mib(process.pid, "VmHWM")
+    assert peak - before < 200, f"peak {peak:.0f} MiB, {before:.0f} MiB before"
+    assert seconds < 30 * len(BOMBS)
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_a_data_url_is_refused(server):
+    """Was: a ``data:`` URL skipped the upload cap (a 29 MiB JPEG was audited)."""
+    url, _, _ = server
+    buffer = io.BytesIO()
+    Image.open(EXAMPLE).save(buffer, format="JPEG")
+    data_url = "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode()
+    assert len(data_url) < 2**20  # under the body cap: refused by the image input itself
+    for payload in ({"url": data_url, "path": None}, {"url": data_url, "path": "x.jpg"}, {"url": data_url}):
+        assert "Upload the photo as a file" in _raw_refusal(url, payload)
+
+
+@pytest.mark.slow
+def test_an_oversized_body_is_refused_before_it_is_read(server):
+    """Was: /queue/join accepted 60 MB bodies (8 queued bodies peaked at 5.6 GiB)."""
+    import httpx
+
+    import app
+
+    url, _, _ = server
+    body = json.dumps({"data": ["x" * (app.MAX_BODY_BYTES + 1)], "fn_index": 0, "session_hash": "big"})
+    answer = httpx.post(f"{url}gradio_api/queue/join", content=body, timeout=30,
+                        headers={"content-type": "application/json"})
+    assert answer.status_code == 413
+
+    def chunks():
+        yield b'{"data": ['
+        yield b'"x",' * 10
+        yield b'"x"]}'
+
+    chunked = httpx.post(f"{url}gradio_api/queue/join", content=chunks(), timeout=30)  # no Content-Length
+    assert chunked.status_code == 411
+
+
+# --- Medium: cost was unbounded per caller ----------------------------------------------------
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+@pytest.mark.parametrize("settings, message", [
+    ((400, 40, 0, 0.0), "Value 400 is greater than maximum value 120"),  # the slider's own bound, now 120
+    ((120, 0, 0, 0.0), "Value 0 is less than minimum value 10"),
+    ((120, 40, 0, 10.0), "Value 10.0 is greater than maximum value 3"),
+    ((120, 40, 0, True), "Margin must be a number"),  # was: True taken as 1
+])
+def test_costly_settings_are_refused(server, settings, message):
+    """Was: steps 400, cone 0 and margin 10 made a 62 s audit, within the UI's own limits."""
+    from gradio_client import handle_file
+
+    _, _, client = server
+    assert message in _refusal(lambda: _audit(client, handle_file(str(EXAMPLE)), settings=settings))
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_a_scan_over_the_budget_is_refused(server):
+    _, _, client = server
+    message = _refusal(lambda: client.predict("gallery faces", "", None, "test", 64, None, "ptq-int8", "Smiling",
+                                              120, 40, 0, 0.0, api_name="/find_failures"))
+    assert "budget of 1920 editing steps" in message and "at most 16 faces" in message
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_an_unknown_choice_is_not_echoed_back(server):
+    """Was: a rejected drop-down value came back whole (5 MB in, 5 MB out)."""
+    from gradio_client import handle_file
+
+    _, _, client = server
+    message = _refusal(lambda: _audit(client, handle_file(str(EXAMPLE)), variant="v" * 200_000))
+    assert "unknown choice" in message and len(message) < 300
+
+
+# --- the pieces, on their own ------------------------------------------------------------------
+
+
+def test_the_upload_reader_never_opens_the_file_and_refuses_other_paths(tmp_path, monkeypatch):
+    import gradio as gr
+
+    from recourse import inputs
+
+    uploads = tmp_path / "uploads"
+    (uploads / "abc").mkdir(parents=True)
+    photo = uploads / "abc" / "photo.jpg"
+    photo.write_bytes(b"not even an image")  # never opened: the decoder of recourse.faces reads it
+    outside = tmp_path / "secret.png"
+    outside.write_bytes(b"x")
+    (uploads / "abc" / "link.png").symlink_to(outside)
+    monkeypatch.setenv("GRADIO_TEMP_DIR", str(uploads))
+
+    def no_open(*args, **kwargs):
+        raise AssertionError("the upload was opened before the app's decoder")
+
+    monkeypatch.setattr(Image, "open", no_open)
+    image = inputs.UploadedImage()
+    assert image.preprocess({"path": str(photo)}) == str(photo.resolve())
+    assert image.get_block_name() == "image"  # the browser draws it as gr.Image
+    for payload in ({"path": str(outside)}, {"path": str(uploads / "abc" / "link.png")},
+                    {"path": str(uploads / "abc" / ".." / ".." / "secret.png")}, {"path": str(uploads / "abc")},
+                    {"path": str(photo), "url": "data:image/png;base64,AAAA"}, {"url": "https://example.com/a.png"},
+                    {"path": str(uploads / "abc" / "missing.png")}, {"path": None}):
+        with pytest.raises(gr.Error, match="Upload the photo as a file"):
+            image.preprocess(payload)
+    files = inputs.UploadedFiles(limit=2)
+    assert files.preprocess([{"path": str(photo)}] * 3) == [str(photo.resolve())] * 2
+    with pytest.raises(gr.Error):
+        files.preprocess([{"path": str(photo)}, {"path": str(outside)}])
+
+
+def test_choices_refuse_without_echo():
+    import gradio as gr
+
+    from recourse.inputs import Choice, OneOf
+
+    for component in (Choice(["a", "b"], value="a"), OneOf(["a", "b"], value="a")):
+        assert component.preprocess("b") == "b"
+        for value in ("x" * 100_000, ["a"], {"a": 1}):
+            with pytest.raises(gr.Error) as refused:
+                component.preprocess(value)
+            assert len(str(refused.value)) < 120
+
+
+def test_request_limits_cap_bodies_uploads_and_queued_requests():
+    from starlette.applications import Starlette
+    from starlette.middleware import Middleware
+    from starlette.responses import PlainTextResponse
+    from starlette.routing import Route
+    from starlette.testclient import TestClient
+
+    from recourse.request_limits import RequestLimits
+
+    async def echo(request):
+        return PlainTextResponse(str(len(await request.body())))
+
+    queued = {"n": 0}
+    routes = [Route(path, echo, methods=["POST"]) for path in ("/gradio_api/upload", "/gradio_api/queue/join", "/x")]
+    app = Starlette(routes=routes, middleware=[Middleware(
+        RequestLimits, max_body=1000, upload_quota=5000, window_s=60, max_queued=2, queued=lambda c: queued["n"])])
+    client = TestClient(app)
+    assert client.post("/x", content=b"a" * 1000).text == "1000"
+    assert client.post("/x", content=b"a" * 1001).status_code == 413
+    assert [client.post("/gradio_api/upload", content=b"a" * 2000).status_code for _ in range(3)] == [200, 200, 429]
+    assert client.post("/gradio_api/upload", content=b"a" * 1000).status_code == 200  # 5000 in all
+    assert client.post("/gradio_api/upload", content=b"a").status_code == 429
+    assert client.post("/gradio_api/queue/join", content=b"{}").status_code == 200
+    queued["n"] = 2
+    assert client.post("/gradio_api/queue/join", content=b"{}").status_code == 429
+    assert client.get("/x").status_code == 405  # bodiless methods pass untouched
+
+
+def test_the_upload_quota_is_a_sliding_window_per_caller():
+    from recourse.request_limits import UploadQuota, client_of
+
+    now = [0.0]
+    quota = UploadQuota(100, window_s=10, clock=lambda: now[0])
+    quota.add("a", 80)
+    assert quota.left("a") == 20 and quota.left("b") == 100
+    now[0] = 11
+    assert quota.left("a") == 100
+    scope = {"client": ("10.0.0.1", 5), "headers": [(b"x-forwarded-for", b"1.2.3.4, 10.0.0.9")]}
+    assert client_of(scope, trust_forwarded=False) == "10.0.0.1"  # a header anyone can send
+    assert client_of(scope, trust_forwarded=True) == "1.2.3.4"  # behind a Space's proxy
+
+
+@pytest.mark.parametrize("value", [True, False, float("nan"), float("inf"), "3", None, [1]])
+def test_settings_are_numbers_not_booleans(value):
+    import gradio as gr
+
+    import app
+
+    for position in range(4):
+        settings = [20, 40, 0, 0.5]
+        settings[position] = value
+        with pytest.raises(gr.Error, match="must be a number"):
+            app.settings_from(*settings)
+
+
+def test_the_public_budget_holds_for_settings_and_scans(monkeypatch):
+    import gradio as gr
+
+    import app
+
+    monkeypatch.setattr(app, "MAX_STEPS", 120)
+    monkeypatch.setattr(app, "MAX_MARGIN", 3.0)
+    monkeypatch.setattr(app, "MIN_CONE", 10.0)
+    monkeypatch.setattr(app, "MAX_SCAN_WORK", 1920)
+    assert app.settings_from(120, 10, 0, 3.0).counterfactual.finish_steps == 120
+    for settings in ((400, 40, 0, 0), (120, 0, 0, 0), (120, 40, 0, 10), (20.5, 40, 0, 0), (20, 40, 0.5, 0)):
+        with pytest.raises(gr.Error):
+            app.settings_from(*settings)
+    assert app.scan_count(16, 120) == 16 and app.scan_count(64, 30) == 64
+    for count in (17, float("nan"), True, 0, 10**9):
+        with pytest.raises(gr.Error):
+            app.scan_count(count, 120)  # was: NaN became 1, True became 1
+
+
+def test_an_audit_past_its_wall_time_stops_after_the_stage(monkeypatch):
+    import gradio as gr
+
+    import app
+
+    monkeypatch.setattr(app, "AUDIT_SECONDS", 0.0)
+    with pytest.raises(gr.Error, match="ran past this app's limit"):
+        list(app.run_audit(None, np.full((64, 64, 3), 128, np.uint8), "ptq-int8", "Smiling", TARGET, 20, 40, 0, 0.0,
+                           progress=lambda *a, **k: None))
+
+
+@pytest.mark.requires("committed_variants")
+def test_an_audit_yields_after_every_stage_so_a_gone_caller_stops_it():
+    """Gradio stops iterating a generator at its next yield once the caller has gone; the
+    audit yields after each stage, not only at the start and the end."""
+    import app
+
+    face = np.asarray(Image.open(app.gallery_faces()[0][0]).convert("RGB"))
+    steps = list(app.run_audit(None, face, "ptq-int8", "Smiling", TARGET, 20, 40, 0, 0.0,
+                               progress=lambda *a, **k: None))
+    assert len(steps) >= 4, len(steps)
+
+
+def test_a_listed_scan_folder_is_named_not_located(monkeypatch, tmp_path):
+    import app
+
+    root = tmp_path / "private" / "faces"
+    monkeypatch.setattr(app, "SCAN_ROOTS", {"faces": root})
+    message = app._public(ValueError(f"{root / 'test'}: no images found"))
+    assert str(tmp_path) not in message and message.startswith("faces")
+
+
+def test_public_records_leave_out_the_library_versions(monkeypatch):
+    import app
+
+    monkeypatch.setattr(app, "PUBLIC", True)
+    assert "versions" not in app._shareable({"versions": {"torch": "2"}, "recourse": {}})
+    monkeypatch.setattr(app, "PUBLIC", False)
+    assert "versions" in app._shareable({"versions": {"torch": "2"}})
+
+
+def test_start_up_removes_what_a_killed_run_left_behind(tmp_path):
+    from recourse.inputs import prune_folder
+
+    old, new, kept = tmp_path / "old", tmp_path / "new", tmp_path / "example"
+    for folder in (old, new, kept):
+        folder.mkdir()
+        (folder / "a.png").write_bytes(b"x")
+    for folder in (old, kept):
+        os.utime(folder, (time.time() - 2000, time.time() - 2000))
+    assert prune_folder(tmp_path, 900, time.time(), keep=[str(kept / "a.png")]) == 1
+    assert not old.exists() and new.exists() and kept.exists()
+
+
+@pytest.mark.slow
+def test_a_broken_classifier_stops_the_app_with_a_message_and_exit_code(tmp_path):
+    """Was: a traceback (or, for altered weights, nothing at all)."""
+    import shutil
+
+    from tests.test_checkpoint_integrity import _flip_output_biases
+
+    home = tmp_path / "home"
+    shutil.copytree(ROOT / "checkpoints" / "classifier", home / "checkpoints" / "classifier")
+    (home / "assets").symlink_to(ROOT / "assets")
+    _flip_output_biases(home / "checkpoints" / "classifier")
+    done = subprocess.run([sys.executable, "app.py"], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "RECOURSE_HOME": str(home), "GRADIO_SERVER_PORT": "0"})
+    assert done.returncode == 2
+    assert ("The app cannot start: checkpoints/classifier/model.safetensors: its content does not match"
+            in done.stderr), done.stderr[-2000:]
+    assert "Traceback" not in done.stderr and str(home) not in done.stderr
