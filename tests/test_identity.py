@@ -7,7 +7,7 @@ import torch
 
 from recourse.instruments.identity import (
     DLIB_THRESHOLD, Descriptors, descriptor_distances, face_descriptor, face_similarity,
-    face_verification_accuracy, identity_result, identity_scores, model_files,
+    face_verification_accuracy, identity_distances, identity_result, identity_scores, model_files,
 )
 from tests.conftest import HQ_DATA
 
@@ -58,6 +58,7 @@ def test_an_identical_pair_has_distance_zero_even_without_a_detected_face():
     result = identity_scores(images, images.clone())
     assert result.n == 2 and result.fs == 0.0 and result.fva == 100.0
     assert result.detected_originals == 0  # the fallback box was used
+    assert identity_distances(images[:1], images[1:]).tolist() == [0.0]
     vectors = face_descriptor()(images[:1]).vectors
     assert vectors.shape == (1, 128) and np.isfinite(vectors).all()
 
@@ -90,3 +91,4 @@ def test_real_faces_same_and_different(test_faces):
     # the same face mirrored is still that person
     mirrored = identity_scores(faces[:6], faces[:6].flip(-1))
     assert mirrored.fva == 100.0 and 0 < mirrored.fs < DLIB_THRESHOLD
+    assert (identity_distances(men[:2], women[:2]) > DLIB_THRESHOLD).all()

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import importlib.util
+import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -99,10 +100,19 @@ class FaceDescriptor:
         self._detector = dlib.get_frontal_face_detector()
         self._landmarks = dlib.shape_predictor(str(landmarks_path))
         self._descriptor = dlib.face_recognition_model_v1(str(descriptor_path))
+        # One process-wide instance may serve the app's concurrent requests; dlib's objects are
+        # not documented as safe to call from several threads at once.
+        self._lock = threading.Lock()
 
     def __call__(self, images: torch.Tensor) -> Descriptors:
         """Descriptors of float images ``(B, 3, H, W)`` in [0, 1] (any square size)."""
         pixels = _upsampled_pixels(images)
+        if not pixels:
+            return Descriptors(np.zeros((0, 128)), np.zeros(0, bool))
+        with self._lock:
+            return self._describe(pixels)
+
+    def _describe(self, pixels: list[np.ndarray]) -> Descriptors:
         dlib = self._dlib
         fallback = dlib.rectangle(*(round(f * UPSAMPLED) for f in FALLBACK_BOX))
         shapes, detected = [], []
@@ -112,8 +122,6 @@ class FaceDescriptor:
             box = max(boxes, key=lambda b: b.area()) if len(boxes) else fallback
             detected.append(len(boxes) > 0)
             shapes.append(dlib.full_object_detections([self._landmarks(image, box)]))
-        if not pixels:
-            return Descriptors(np.zeros((0, 128)), np.zeros(0, bool))
         vectors = self._descriptor.compute_face_descriptor(pixels, shapes)
         return Descriptors(np.array([np.array(v[0]) for v in vectors], dtype=np.float64), np.array(detected))
 
@@ -176,3 +184,14 @@ def identity_scores(originals: torch.Tensor, counterfactuals: torch.Tensor, thre
                          f"{tuple(counterfactuals.shape)} must pair up")
     describe = descriptor or face_descriptor()
     return identity_result(describe(originals), describe(counterfactuals), threshold)
+
+
+def identity_distances(originals: torch.Tensor, counterfactuals: torch.Tensor,
+                       descriptor: FaceDescriptor | None = None) -> np.ndarray:
+    """Descriptor distance of each counterfactual to its original ``(N,)``: the per-image value
+    (kept when ``≤ DLIB_THRESHOLD``), e.g. for one audit."""
+    if originals.shape != counterfactuals.shape:
+        raise ValueError(f"originals {tuple(originals.shape)} and counterfactuals "
+                         f"{tuple(counterfactuals.shape)} must pair up")
+    describe = descriptor or face_descriptor()
+    return descriptor_distances(describe(originals).vectors, describe(counterfactuals).vectors)
