@@ -84,6 +84,20 @@ def make_cases(folder: Path) -> list[tuple[str, Path]]:
     add("palette-36MP.png", Image.new("P", (6000, 6000)))
     add("rgb-36MP.jpg", Image.new("RGB", (6000, 6000), (120, 110, 100)), quality=90)
     add("rgb-12MP.jpg", Image.new("RGB", (4000, 3000), (120, 110, 100)), quality=90)  # a phone photo
+    # issue 25's bombs, refused from the header (before: decoded by Gradio's image input)
+    add("rgba-144MP.webp", Image.new("RGBA", (12000, 12000)), lossless=True)
+    add("1bit-169MP.png", Image.new("1", (13000, 13000)))
+    add("cmyk-49MP.tif", Image.new("CMYK", (7000, 7000)), compression="tiff_deflate")
+    # the largest photo of each kind that is decoded (at the 40 MP or the 80 MB cap)
+    add("grey-40MP.png", Image.new("L", (6324, 6324)))
+    add("1bit-40MP.png", Image.new("1", (6324, 6324)))
+    add("16bit-40MP.png", Image.fromarray(np.full((6324, 6324), 40000, np.uint16)))
+    add("rgb-20MP.png", Image.new("RGB", (4570, 4570), (120, 110, 100)))
+    add("rgba-20MP.png", Image.new("RGBA", (4570, 4570), (120, 110, 100, 128)))
+    add("rgba-10MP.webp", Image.new("RGBA", (3230, 3230), (120, 110, 100, 128)), lossless=True)
+    add("cmyk-20MP.tif", Image.new("CMYK", (4570, 4570)), compression="tiff_deflate")
+    add("float-20MP.tif", Image.new("F", (4570, 4570), 0.5), compression="tiff_deflate")
+    add("rgb-40MP.jpg", Image.new("RGB", (6324, 6324), (120, 110, 100)), quality=90)
     return cases
 
 
