@@ -35,8 +35,9 @@ MAX_PIXELS = 40_000_000
 # What the decoded photo may occupy in memory, from its header: Pillow keeps 1 byte a pixel
 # for 1-bit, grey and palette photos, 2 for 16-bit grey and 4 for every other mode (RGB
 # included). 40 MP of 8-bit grey fit; an RGB or RGBA PNG of more than 20 MP does not (a JPEG
-# is decoded reduced, see _decode). WebP is decoded through a second buffer of the same
-# size, so it counts twice. Measured with python -m scripts.upload_memory.
+# is decoded reduced, see _decode). A WebP took about twice its decoded size more at peak
+# (libwebp's own buffer, then Pillow's copy), so it counts three times. Measured with
+# python -m scripts.upload_memory.
 MAX_DECODED_BYTES = 80 * 2**20
 # Only these formats are opened: every one is decoded by Pillow's own code from the header
 # on (no external program, no vector or document format).
@@ -132,7 +133,7 @@ _BYTES_PER_PIXEL = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I;16L": 2, "I;16B": 2, "
 
 def _check_memory(image: Image.Image) -> None:
     """Refuse a photo whose decoded pixels would take more than ``MAX_DECODED_BYTES``."""
-    needed = image.width * image.height * _BYTES_PER_PIXEL.get(image.mode, 4) * (2 if image.format == "WEBP" else 1)
+    needed = image.width * image.height * _BYTES_PER_PIXEL.get(image.mode, 4) * (3 if image.format == "WEBP" else 1)
     if needed > MAX_DECODED_BYTES:
         raise FaceAlignmentError(
             f"image of {image.width}×{image.height} pixels in mode {image.mode} would take {needed / 2**20:.0f} MB "

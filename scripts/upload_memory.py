@@ -94,7 +94,7 @@ def make_cases(folder: Path) -> list[tuple[str, Path]]:
     add("16bit-40MP.png", Image.fromarray(np.full((6324, 6324), 40000, np.uint16)))
     add("rgb-20MP.png", Image.new("RGB", (4570, 4570), (120, 110, 100)))
     add("rgba-20MP.png", Image.new("RGBA", (4570, 4570), (120, 110, 100, 128)))
-    add("rgba-10MP.webp", Image.new("RGBA", (3230, 3230), (120, 110, 100, 128)), lossless=True)
+    add("rgba-7MP.webp", Image.new("RGBA", (2640, 2640), (120, 110, 100, 128)), lossless=True)
     add("cmyk-20MP.tif", Image.new("CMYK", (4570, 4570)), compression="tiff_deflate")
     add("float-20MP.tif", Image.new("F", (4570, 4570), 0.5), compression="tiff_deflate")
     add("rgb-40MP.jpg", Image.new("RGB", (6324, 6324), (120, 110, 100)), quality=90)

@@ -467,3 +467,12 @@ def test_a_broken_classifier_stops_the_app_with_a_message_and_exit_code(tmp_path
     assert ("The app cannot start: checkpoints/classifier/model.safetensors: its content does not match"
             in done.stderr), done.stderr[-2000:]
     assert "Traceback" not in done.stderr and str(home) not in done.stderr
+
+
+def test_public_mode_closes_the_direct_routes_and_bounds_the_queue():
+    """The settings behind the server tests above, read from the app as a Space builds it."""
+    probe = ("import app; q = app.demo._queue; "
+             "print(app.demo.api_open, q.max_size, app.MAX_QUEUED, app.MAX_STEPS, app.MAX_MARGIN, app.MIN_CONE)")
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "RECOURSE_PUBLIC": "1"})
+    assert done.stdout.split() == ["False", "64", "4", "120", "3.0", "10.0"], done.stderr[-1000:]
