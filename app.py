@@ -437,13 +437,7 @@ def warm_up(log=print) -> None:
 # Layout
 # ---------------------------------------------------------------------------------------
 
-CSS = """
-.evidence-table td, .evidence-table th {border-bottom: 1px solid #e5e7eb}
-.faces {flex-wrap: nowrap !important}
-.faces img {image-rendering: pixelated}
-@media (max-width: 640px) { .faces label {display: none !important} }
-@media (max-width: 640px) { .gradio-container {padding: 4px !important} }
-"""
+CSS = Path(__file__).with_name("app.css").read_text()  # the layout, its rules explained there
 
 CACHE_LIFETIME_S = 900  # uploads and outputs in Gradio's cache are deleted this old (every 600 s)
 
@@ -458,7 +452,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
             with gr.Row(equal_height=False):
                 with gr.Column(scale=2, min_width=300):
                     gallery = gr.Gallery(gallery_faces(), label="Gallery: generated faces and a public-domain photo",
-                                         columns=6, rows=1, height=96, allow_preview=False, elem_id="gallery")
+                                         columns=6, rows=1, height="auto", allow_preview=False, elem_id="gallery")
                     with gr.Row(equal_height=True):
                         upload = UploadedImage(label="…or upload a photo (the face is found and aligned)",
                                                sources=["upload"], height=110, buttons=[], elem_id="upload", scale=3,
@@ -470,7 +464,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                         attribute = Choice(list(ATTRIBUTES), value="Smiling", label="Attribute", min_width=140)
                     with gr.Row():
                         target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
-                                        min_width=140)
+                                        min_width=250)  # its choices read whole; the margin wraps below
                         margin = gr.Slider(0, MAX_MARGIN, value=DEFAULTS.margin, step=0.25, elem_id="margin",
                                            min_width=140, label="Margin (logits; 0 = minimal recourse)")
                     with gr.Accordion("Generator settings", open=False):
@@ -507,9 +501,10 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                 attributions = gr.HTML(label="Attribution agreement")
             with gr.Accordion("Both models' 40 predictions", open=False):
                 chart = gr.HTML(label="Predictions", elem_id="predictions")
-            with gr.Row():
-                export_json = gr.File(label="Audit as JSON", interactive=False)
-                export_html = gr.File(label="One-page report (HTML)", interactive=False)
+            with gr.Accordion("Download this audit (JSON, one-page HTML report)", open=False):  # no empty boxes
+                with gr.Row():
+                    export_json = gr.File(label="Audit as JSON", interactive=False)
+                    export_html = gr.File(label="One-page report (HTML)", interactive=False)
             with gr.Accordion("All values", open=False):
                 raw = gr.JSON(label="All values")
             with gr.Accordion("Glossary", open=False):
@@ -518,7 +513,8 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
             benchmark_run = OneOf(list(BENCHMARKS), value=next(iter(BENCHMARKS)), label="Run")
             caption, table, plot = benchmark_view()
             benchmark_caption = gr.Markdown(caption, label="Benchmark run")
-            benchmark_table = gr.Dataframe(table, interactive=False, label="Benchmark table", wrap=True)
+            benchmark_table = gr.Dataframe(table, interactive=False, label="Benchmark table", wrap=True,
+                                           elem_id="benchmark-table")
             benchmark_plot = gr.Plot(plot, label="Accuracy against recourse metrics")
         with gr.Tab("Find failures", id="failures"):
             gr.Markdown("Rank faces by how far the compressed model's recourse departs from the full-precision one: "
@@ -543,7 +539,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                 cancel = gr.Button("Cancel")
             scan_status = gr.Markdown(label="Ranking status")
             thumbnails = gr.Gallery(label="Ranked faces, worst first (click to audit)", columns=8, rows=1,
-                                    height=130, allow_preview=False)
+                                    height="auto", allow_preview=False, elem_id="ranked")
             ranking = gr.Dataframe(headers=["rank", "file", "target", "divergence", "V_f(x'_f)", "V_g(x'_f)",
                                             "V_g(x'_g)", "CRG_i", "DirSim_i", "judge sees x'_f", "judge sees x'_g"],
                                    interactive=False, label="Ranking")
