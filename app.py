@@ -253,7 +253,7 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
             p = step.predictions
             if step.stage == "predictions":
                 framed = to_pil(p.display if p.display is not None else p.aligned)
-                yield {original_view: enlarge(framed), status: f"**Alignment:** {p.alignment} · generating recourse…",
+                yield {original_view: enlarge(framed, smooth=True), status: f"**Alignment:** {p.alignment} · generating recourse…",
                        chart: predictions_chart(p, variant)}
             elif step.result is None:
                 # a yield after every stage: Gradio stops iterating here once the caller has gone
@@ -293,7 +293,7 @@ def _within(started: float, limit: float, what: str, advice: str) -> None:
 def select_gallery_face(event: gr.SelectData):
     path = gallery_faces()[event.index][0]
     pixels = np.asarray(Image.open(path).convert("RGB"))
-    return pixels, None, enlarge(Image.fromarray(pixels))
+    return pixels, None, enlarge(Image.fromarray(pixels), smooth=True)
 
 
 def benchmark_view(run: str = next(iter(BENCHMARKS))):
@@ -400,7 +400,7 @@ def select_failure(found, event: gr.SelectData):
     row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
     _, pixels = found["cases"][row]
     pixels = np.asarray(pixels, dtype=np.uint8)
-    return (pixels, None, enlarge(Image.fromarray(pixels)), found["variant"], found["attribute"],
+    return (pixels, None, enlarge(Image.fromarray(pixels), smooth=True), found["variant"], found["attribute"],
             next(iter(TARGETS)), gr.Tabs(selected="audit"))
 
 

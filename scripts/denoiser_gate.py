@@ -9,6 +9,9 @@ units) and is scored by PSNR against ``x``:
   ``λ / (λ + s²)`` (``λ`` its variance, ``s = σ/2`` the noise in [0, 1] units) — the best
   linear denoiser for Gaussian faces.
 
+And the round trip the denoised counterfactuals make (noise at the guidance's σ, denoise)
+must keep identity: FVA and FS of ``D(x + σε)`` against ``x`` (dlib's descriptor).
+
     python -m scripts.denoiser_gate --data ../shared/data/celeba-hq-64 --denoiser checkpoints/generator/face-denoiser \\
         --n 500 --json assets/results/denoiser-gate-val.json
 """
@@ -25,7 +28,9 @@ import torch
 from recourse.data import load_split, to_float_images
 from recourse.generation.face_denoiser import psnr
 from recourse.generation.generators import default_generator, load_face_denoiser
+from recourse.generation.guidance import CounterfactualConfig
 from recourse.generation.models import PCAAutoencoder
+from recourse.instruments.identity import identity_scores
 
 SIGMAS = (0.1, 0.3, 0.5)
 
@@ -60,6 +65,14 @@ def gate(clean: torch.Tensor, denoiser, basis: PCAAutoencoder, sigmas=SIGMAS, se
     return results
 
 
+@torch.no_grad()
+def round_trip_identity(clean: torch.Tensor, denoiser, sigma: float, seed: int = 0, batch_size: int = 100) -> dict:
+    generator = torch.Generator().manual_seed(seed)
+    denoised = torch.cat([denoiser(x + sigma / 2 * torch.randn(x.shape, generator=generator), sigma).clamp(0, 1)
+                          for x in clean.split(batch_size)])
+    return {"sigma": sigma, **identity_scores(clean, denoised).to_dict()}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True)
@@ -74,13 +87,17 @@ def main() -> None:
     results = gate(clean, denoiser, default_generator().autoencoder)
     for sigma, row in results.items():
         print(f"σ={sigma}: " + ", ".join(f"{name} {value:.2f} dB" for name, value in row.items()))
-    passed = all(row["face denoiser"] > max(row["pca projection"], row["wiener (gaussian)"]) for row in results.values())
+    identity = round_trip_identity(clean, denoiser, CounterfactualConfig().sigma)
+    print(f"round trip at σ={identity['sigma']}: FVA {identity['fva']:.1f}%, FS {identity['fs']:.3f}")
+    passed = (all(row["face denoiser"] > max(row["pca projection"], row["wiener (gaussian)"])
+                  for row in results.values()) and identity["fva"] >= 90)
     print("gate: " + ("passed" if passed else "NOT passed") + f" ({time.time() - started:.0f} s)")
     if args.json:
         Path(args.json).write_text(json.dumps({
             "command": "python -m scripts.denoiser_gate " + " ".join(
                 f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None),
-            "split": args.split, "n": len(clean), "psnr_db": results, "passed": passed}, indent=2) + "\n")
+            "split": args.split, "n": len(clean), "psnr_db": results, "round_trip_identity": identity,
+            "passed": passed}, indent=2) + "\n")
 
 
 if __name__ == "__main__":
