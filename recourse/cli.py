@@ -14,7 +14,9 @@ from pathlib import Path
 # Only light modules here: torch, diffusers and OpenCV are imported inside the commands
 # that use them, so that --help and argument errors answer at once.
 from recourse import __version__
-from recourse.names import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, METHODS, QUALITY_ATTRIBUTES, SPLITS, STOP_SEARCHES
+from recourse.names import (
+    COUNTERFACTUAL_METHODS, DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, METHODS, QUALITY_ATTRIBUTES, SPLITS, STOP_SEARCHES,
+)
 from recourse.paths import (
     DEFAULT_CACHE, checkpoints_dir, generator_dir, guide_dir, home_message, judge_dir, oracle_dir, require_checkpoints,
     shown, teacher_dir, variants_dir,
@@ -170,8 +172,10 @@ def _counterfactual_config(args: argparse.Namespace, base=None):
     from recourse.generation import CounterfactualConfig
 
     names = ("steps", "noise_level", "guidance_scale", "seed", "margin", "cone_degrees", "finish_steps",
-             "finish_learning_rate", "stop_search")
+             "finish_learning_rate", "stop_search", "sigma", "edit_steps")
     values = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
+    if getattr(args, "counterfactual_method", None) is not None:
+        values["method"] = args.counterfactual_method
     return replace(base if base is not None else CounterfactualConfig(), **values)
 
 
@@ -344,6 +348,11 @@ def build_parser() -> argparse.ArgumentParser:
     def add_generation_options(sub: argparse.ArgumentParser, margin: float = DATASET_MARGIN) -> None:
         sub.add_argument("--generator", default=str(generator_dir()),
                          help="generator folder, or a diffusers pipeline folder or hub id")
+        sub.add_argument("--counterfactual-method", choices=COUNTERFACTUAL_METHODS,
+                         help="denoised: each model edits through the face denoiser; pca-walk: steps in the PCA "
+                              "face basis; pca-walk-cone: the same turned towards a shared robust guide (the default)")
+        sub.add_argument("--sigma", type=finite_float, help="denoised: noise level of the smoothing, [-1, 1] units")
+        sub.add_argument("--edit-steps", type=int, help="denoised: optimiser steps on the edit")
         sub.add_argument("--steps", type=int, help="DDIM steps over the whole schedule (DDIM stage)")
         sub.add_argument("--noise-level", type=finite_float,
                          help="fraction of the schedule to noise to, 0-1 (default 0: no DDIM stage)")

@@ -35,3 +35,5 @@ METHODS: tuple[str, ...] = ("ptq-int8", "ptq-int4", "gptq", "cf-ptq", "cfq-qat",
                             "prune-quant")
 # recourse.generation.STOP_SEARCHES
 STOP_SEARCHES: tuple[str, ...] = ("interpolate", "bisect")
+# recourse.generation.METHODS (the counterfactual methods), in registration order
+COUNTERFACTUAL_METHODS: tuple[str, ...] = ("denoised", "pca-walk", "pca-walk-cone")

@@ -70,6 +70,8 @@ def test_the_light_names_agree_with_the_modules_that_define_them():
     from recourse.generation import STOP_SEARCHES
 
     assert names.METHODS == METHODS and names.STOP_SEARCHES == STOP_SEARCHES
+    from recourse.generation import METHODS as COUNTERFACTUAL_METHODS
+    assert names.COUNTERFACTUAL_METHODS == tuple(COUNTERFACTUAL_METHODS)
     assert data.ATTRIBUTES is names.ATTRIBUTES and len(names.ATTRIBUTES) == 40
 
 
