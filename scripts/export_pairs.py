@@ -11,6 +11,7 @@ Another generator rates the same way: write its pairs with ``save_pairs`` and pa
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -30,6 +31,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=60)
     parser.add_argument("--seed", type=int, default=0, help="which faces and attributes")
     parser.add_argument("--attributes", nargs="+", default=list(QUALITY_ATTRIBUTES))
+    parser.add_argument("--method", help="a counterfactual method (recourse.generation.METHODS); default: the config's")
     parser.add_argument("--out", default="out/rating/pairs.npz")
     args = parser.parse_args(argv)
     classifier = load_classifier(teacher_dir())
@@ -38,6 +40,8 @@ def main(argv: list[str] | None = None) -> None:
     chosen = rng.choice(len(faces), args.n, replace=False)
     attributes = rng.choice(args.attributes, args.n)
     config, generator = CounterfactualConfig(), default_generator()
+    if args.method is not None:
+        config = replace(config, method=args.method)
     originals, counterfactuals, targets, valid = [], [], [], []
     for number, (index, attribute) in enumerate(zip(chosen.tolist(), attributes.tolist())):
         x = to_float_images(faces[index:index + 1])
@@ -51,7 +55,7 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{number + 1}/{args.n}: face {index}, {attribute} → {target}, "
               f"{'valid' if valid[-1] else 'not valid'}, cost {float(result.cost[0]):.4f}")
     path = save_pairs(args.out, np.stack(originals), np.stack(counterfactuals), attributes, np.array(targets),
-                      face_index=chosen, valid=np.array(valid))
+                      face_index=chosen, valid=np.array(valid), method=np.array([config.method] * args.n))
     print(f"{args.n} pairs ({sum(valid)} valid for the classifier) in {path}")
 
 
