@@ -19,11 +19,12 @@ from recourse.names import (
 )
 from recourse.paths import (
     DEFAULT_CACHE, checkpoints_dir, generator_dir, guide_dir, home_message, judge_dir, oracle_dir, require_checkpoints,
-    shown, teacher_dir, variants_dir,
+    shown, strong_judge_dir, teacher_dir, variants_dir,
 )
 from recourse.validation import check_outputs, finite_float
 
-MODEL_DIRS = {"classifier": teacher_dir, "oracle": oracle_dir, "judge": judge_dir, "guide": guide_dir}
+MODEL_DIRS = {"classifier": teacher_dir, "oracle": oracle_dir, "judge": judge_dir, "guide": guide_dir,
+              "strong-judge": strong_judge_dir}
 # The margin of the single-face commands (audit, counterfactual) and of the app: the minimal
 # recourse (recourse.audit.minimal_recourse). The dataset commands keep the generator's own
 # default (CounterfactualConfig.margin, 6), which their recorded results were made with.
@@ -322,11 +323,15 @@ def command_benchmark(args: argparse.Namespace) -> int:
                                  counterfactual=_counterfactual_config(args),
                                  seen_attributes=tuple(a for a in DEFAULT_ATTRIBUTES if a in args.attributes),
                                  margins=tuple(args.margins),
-                                 noise_control=None if args.noise_control == "none" else args.noise_control)
+                                 noise_control=None if args.noise_control == "none" else args.noise_control,
+                                 student_stop=args.student_stop, noise_draws=args.noise_draws,
+                                 noise_match_split=None if args.noise_match_split == "tasks" else args.noise_match_split,
+                                 seed_level=args.seed_level, task_weights=args.task_weights)
     config = BenchmarkConfig(
         data=Path(args.data), out=Path(args.out), split=args.split, settings=settings, variants=tuple(args.variants),
         checkpoint=_model_dir(args, args.checkpoint), variants_dir=Path(args.variants_dir or variants_dir()),
-        generator=args.generator, image_cache=_cache(args), command=_command_line(args))
+        generator=args.generator, image_cache=_cache(args), command=_command_line(args),
+        reference_models=tuple(Path(folder) for folder in args.reference_models))
     result = run_benchmark(config, stage_bars("task"))
     if result is not None:
         write_markdown(result, config.out)
@@ -442,6 +447,19 @@ def build_parser() -> argparse.ArgumentParser:
     bench.add_argument("--checkpoint", help="full-precision classifier (default checkpoints/classifier)")
     bench.add_argument("--variants-dir", help="folder of variant folders (default checkpoints/variants)")
     bench.add_argument("--chunk-size", type=int, default=20, help="tasks per cached chunk")
+    bench.add_argument("--student-stop", choices=("decider", "twin"), default="decider",
+                       help="where each student's own edit stops: on the model whose decisions are scored (default) "
+                            "or on its float twin (the committed runs)")
+    bench.add_argument("--noise-draws", type=int, default=3, help="noise controls, one per noise seed (default 3)")
+    bench.add_argument("--noise-match-split", choices=("val", "train", "test", "tasks"), default="val",
+                       help="faces the noise control's sigma is matched on (default val; 'tasks': the run's own "
+                            "images, as the committed runs did)")
+    bench.add_argument("--seed-level", choices=("parametric", "resample"), default="parametric",
+                       help="the intervals' seed level: s/sqrt(k)·t(k-1) (default) or the seeds resampled")
+    bench.add_argument("--task-weights", choices=("multinomial", "dirichlet"), default="multinomial",
+                       help="the intervals' task level: the ordinary bootstrap (default) or the Bayesian one")
+    bench.add_argument("--reference-models", nargs="*", default=[],
+                       help="other full-precision classifier folders, each a reference row fp32-ref-<folder>")
     bench.set_defaults(run=command_benchmark)
 
     train_generator = commands.add_parser("train-generator", help="train the latent diffusion face generator")

@@ -58,6 +58,11 @@ def judge_dir() -> Path:
     return checkpoints_dir() / "judge"
 
 
+def strong_judge_dir() -> Path:
+    """The second, stronger robust judge (radius 3): it only scores, never guides."""
+    return checkpoints_dir() / "strong-judge"
+
+
 def guide_dir() -> Path:
     """The adversarially robust classifier whose gradient keeps guidance semantic: a part of
     the generator."""

@@ -65,6 +65,15 @@ PRESETS: dict[str, tuple[ClassifierConfig, TrainConfig]] = {
         ClassifierConfig(widths=(32, 64, 128, 256), activation="relu", dropout=0.0),
         TrainConfig(epochs=4, batch_size=128, learning_rate=2e-3, seed=3, adversarial_radius=1.0),
     ),
+    # A second judge fixed before any result is seen: three times the radius, twice the attack
+    # steps, its own widths and seed, so that an edit bought cheaply from radius-1 models (the
+    # guide and the first judge are near-twins) does not buy this one too. Long enough to see
+    # every attribute: 3 short epochs at radius 3 stayed at the majority for Young and Male.
+    "strong-judge": (
+        ClassifierConfig(widths=(48, 96, 192, 384), activation="silu", dropout=0.0),
+        TrainConfig(epochs=10, batch_size=128, learning_rate=2e-3, seed=13, adversarial_radius=3.0,
+                    adversarial_steps=4),
+    ),
 }
 
 

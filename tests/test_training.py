@@ -90,3 +90,15 @@ def test_bad_train_config_is_rejected():
         TrainConfig(epochs=0)
     with pytest.raises(ValueError, match="augmentation"):
         TrainConfig(augmentation="mixup")
+
+
+def test_the_strong_judge_is_its_own_model_at_three_times_the_radius():
+    from recourse.training import PRESETS
+
+    judge_model, judge_training = PRESETS["judge"]
+    strong_model, strong_training = PRESETS["strong-judge"]
+    guide_model, guide_training = PRESETS["guide"]
+    assert strong_training.adversarial_radius == 3 * judge_training.adversarial_radius
+    assert strong_training.adversarial_steps > judge_training.adversarial_steps
+    assert strong_model.widths not in (judge_model.widths, guide_model.widths)
+    assert strong_training.seed not in (judge_training.seed, guide_training.seed)
