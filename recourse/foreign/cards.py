@@ -230,7 +230,8 @@ _REQUIRED_HINTS = {
 
 def _choice(where: _Where, name: str, value: Any, choices: tuple[str, ...]) -> Any:
     if value not in choices:
-        near = get_close_matches(str(value), choices, 1)
+        lowered = {c.lower(): c for c in choices}
+        near = [lowered[n] for n in get_close_matches(str(value).lower(), list(lowered), 1)]
         hint = f"did you mean {near[0]!r}? " if near else ""
         where.fail(name, f"is {value!r}", f"{hint}use one of {', '.join(repr(c) for c in choices)}")
     return value
@@ -283,7 +284,7 @@ def _architecture(where: _Where, value: Any, fmt: str) -> ArchitectureSpec | Non
     try:
         ARCHITECTURES[name].check(config)
     except (TypeError, ValueError) as error:
-        where.fail("architecture.config", f"does not build a {name} ({error})",
+        where.fail("architecture.config", f"does not build {name} ({error})",
                    f"correct it (the settings of {name} are {', '.join(ARCHITECTURES[name].fields)})")
     return ArchitectureSpec(name, dict(config))
 
