@@ -502,7 +502,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
             with gr.Accordion("Both models' 40 predictions", open=False):
                 chart = gr.HTML(label="Predictions", elem_id="predictions")
             with gr.Accordion("Download this audit (JSON, one-page HTML report)", open=False):  # no empty boxes
-                with gr.Row():
+                with gr.Row(elem_classes="downloads"):
                     export_json = gr.File(label="Audit as JSON", interactive=False)
                     export_html = gr.File(label="One-page report (HTML)", interactive=False)
             with gr.Accordion("All values", open=False):
