@@ -72,9 +72,11 @@ def app_process(timeout: float = 180.0, log: Path | None = None) -> Iterator[tup
             output.close()
 
 
-def audit_gallery_face(page, url: str, face: int = 0, timeout_ms: int = 120_000) -> None:
-    """Open the app, pick a gallery face, run the audit and wait for the value cards."""
-    page.goto(url, wait_until="domcontentloaded")
+def audit_gallery_face(page, url: str | None, face: int = 0, timeout_ms: int = 120_000) -> None:
+    """Open the app (unless ``url`` is None: the page shows it already), pick a gallery face,
+    run the audit and wait for the value cards."""
+    if url is not None:
+        page.goto(url, wait_until="domcontentloaded")
     page.locator("#gallery button.thumbnail-item").nth(face).click(timeout=timeout_ms)
     page.locator("#aligned img").wait_for(timeout=timeout_ms)
     page.locator("#run-audit").click()

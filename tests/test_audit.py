@@ -317,4 +317,4 @@ def test_a_quantized_logit_of_exactly_0_is_shown_with_its_decision(zero_cost_aud
     on_the_grid = replace(zero_cost_audit, student_logits={"original": 0.0, "teacher_counterfactual": 0.0,
                                                            "student_counterfactual": -0.25})
     table = evidence_table(on_the_grid)
-    assert table.count("(logit 0 → decides 1)") == 2 and "(logit -0.25 → decides 0)" in table
+    assert table.count("logit 0 → decides 1") == 2 and "logit -0.25 → decides 0" in table

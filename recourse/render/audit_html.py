@@ -98,22 +98,25 @@ def _card_value(result: AuditResult, key: str) -> tuple[str, str]:
     return f"{value:.4f}" if key.endswith("cost") else f"{value:.3f}", _NEUTRAL
 
 
+# Short values in the cards; what "not counted" means is in the card's small print.
 _JUDGE_CARD = {"yes": ("sees it ✓", _GOOD), "no": ("sees no change ✗", _BAD),
-               "not counted": ("not counted: it saw the target on the face already", _NEUTRAL),
-               "no judge": ("no judge", _NEUTRAL)}
+               "not counted": ("not counted", _NEUTRAL), "no judge": ("no judge", _NEUTRAL)}
+_JUDGE_NOTE = {"not counted": " Not counted: it saw the target on the face already."}
 
 
 def value_cards(result: AuditResult) -> str:
     cards = []
     entries = [(title, meaning, *_card_value(result, key)) for key, title, meaning in CARDS]
-    entries += [(title, meaning, *_JUDGE_CARD[judge_says(result.judge, model)])
-                for model, title, meaning in JUDGE_CARDS]
+    for model, title, meaning in JUDGE_CARDS:
+        says = judge_says(result.judge, model)
+        entries.append((title, meaning + _JUDGE_NOTE.get(says, ""), *_JUDGE_CARD[says]))
     for title, meaning, value, colour in entries:
-        cards.append(f'<div class="value-card" style="background:{colour};border-radius:8px;padding:8px 10px;'
-                     f'min-width:120px;flex:1"><div style="font-size:12px;color:#374151">{html.escape(title)}</div>'
-                     f'<div style="font-size:20px;font-weight:600">{value}</div>'
-                     f'<div style="font-size:11px;color:#4b5563">{html.escape(meaning)}</div></div>')
-    return '<div style="display:flex;flex-wrap:wrap;gap:8px">' + "".join(cards) + "</div>"
+        # compact: a short value in 15 px, the meaning in small print (was 20 px bold over 4-5 lines)
+        cards.append(f'<div class="value-card" style="background:{colour};border-radius:8px;padding:6px 8px;'
+                     f'min-width:110px;flex:1 1 110px"><div style="font-size:12px;color:#374151">{html.escape(title)}'
+                     f'</div><div style="font-size:15px;font-weight:600;line-height:1.3">{value}</div>'
+                     f'<div style="font-size:11px;line-height:1.3;color:#4b5563">{html.escape(meaning)}</div></div>')
+    return '<div style="display:flex;flex-wrap:wrap;gap:6px">' + "".join(cards) + "</div>"
 
 
 def attribution_table(result: AuditResult) -> str:
@@ -122,9 +125,9 @@ def attribution_table(result: AuditResult) -> str:
         spearman = "undefined" if a.spearman is None else f"{a.spearman:.3f}"
         rows.append(f"<tr><td>{html.escape(a.method)}</td><td>{a.student_model}</td><td>{spearman}</td>"
                     f"<td>{a.top_iou:.3f}</td></tr>")
-    return ('<table class="attribution-table" style="font-size:13px"><tr><th align="left">method</th>'
+    return ('<div class="attribution-scroll"><table class="attribution-table" style="font-size:13px"><tr><th align="left">method</th>'
             '<th align="left">student form explained</th><th align="left">Spearman ρ of the maps</th>'
-            '<th align="left">top-10% IoU</th></tr>' + "".join(rows) + "</table>"
+            '<th align="left">top-10% IoU</th></tr>' + "".join(rows) + "</table></div>"
             '<p style="font-size:12px">Red: pixels that raise the attribute\'s logit; blue: pixels that lower it. '
             "ρ = 1 and IoU = 1 mean the two models look at the same pixels.</p>")
 
@@ -142,12 +145,13 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
         # the decision is spelled out beside the compressed model's logit, which sits on a grid
         # and is often exactly 0 (p = 0.500, decided 1), and wherever p rounds to 0.500
         if logit is not None:
-            extra = f" <span style='color:#6b7280'>(logit {'0' if logit == 0 else f'{logit:+.2f}'} → decides {decision})</span>"
+            extra = f"logit {'0' if logit == 0 else f'{logit:+.2f}'} → decides {decision}"
         elif f"{probability:.3f}" == "0.500":
-            extra = f" <span style='color:#6b7280'>(decides {decision})</span>"
+            extra = f"decides {decision}"
         else:
             extra = ""
-        return f"<td style='padding:2px 8px;white-space:nowrap'>{probability:.3f} {mark}{extra}</td>"
+        extra = f"<br><span style='color:#6b7280;font-size:11px'>{extra}</span>" if extra else ""
+        return f"<td style='padding:2px 8px'>{probability:.3f} {mark}{extra}</td>"
 
     teacher_row = (cell(float(p.teacher_probabilities[index])) + cell(after["teacher_on_teacher_counterfactual"])
                    + cell(after["teacher_on_student_counterfactual"]))

@@ -2,7 +2,7 @@
 
 Signed maps share one colour map: red where a value is positive (a pixel got brighter, or
 raises the attribute's logit), blue where negative, white for zero, scaled so that the
-largest magnitude is fully saturated.
+largest magnitude is fully saturated; an audit's two difference maps share one scale.
 """
 
 from __future__ import annotations
@@ -29,17 +29,38 @@ def to_pil(image: torch.Tensor) -> Image.Image:
     return Image.fromarray(array)
 
 
-def signed_map(values: torch.Tensor) -> Image.Image:
-    """``(H, W)`` signed values → red (positive) / white / blue (negative) picture."""
-    scale = float(values.abs().max()) or 1.0
+def signed_map(values: torch.Tensor, scale: float | None = None) -> Image.Image:
+    """``(H, W)`` signed values → red (positive) / white / blue (negative) picture, fully
+    saturated at ``scale`` (default: the largest magnitude of ``values``)."""
+    scale = scale or float(values.abs().max()) or 1.0
     normalised = (values / scale).clamp(-1, 1)
     red, blue = normalised.clamp(min=0), (-normalised).clamp(min=0)
     return to_pil(torch.stack([1 - blue, 1 - red - blue, 1 - red]).clamp(0, 1))
 
 
-def difference_map(original: torch.Tensor, counterfactual: torch.Tensor) -> Image.Image:
-    """Per-pixel change ``x' − x`` (mean over channels): red brighter, blue darker."""
-    return signed_map((counterfactual - original).mean(dim=0))
+def difference_map(original: torch.Tensor, counterfactual: torch.Tensor, scale: float | None = None) -> Image.Image:
+    """Per-pixel change ``x' − x`` (mean over channels): red brighter, blue darker, fully
+    saturated at ``scale`` (default: this map's own largest change)."""
+    return signed_map((counterfactual - original).mean(dim=0), scale)
+
+
+def shared_scale(original: torch.Tensor, *counterfactuals: torch.Tensor) -> float:
+    """One saturation for several difference maps: their largest change, so that a 0.0002
+    edit does not look as vivid as a 0.026 one."""
+    return max(float((c - original).mean(dim=0).abs().max()) for c in counterfactuals) or 1.0
+
+
+def with_scale_bar(picture: Image.Image, scale: float) -> Image.Image:
+    """A difference map with its colour scale under it: what full blue and full red mean."""
+    bar = 22
+    framed = Image.new("RGB", (picture.width, picture.height + bar), "white")
+    framed.paste(picture, (0, 0))
+    ramp = signed_map(torch.linspace(-1, 1, picture.width // 2)[None].expand(8, -1))
+    framed.paste(ramp, (picture.width // 4, picture.height + 2))
+    draw = ImageDraw.Draw(framed)
+    draw.text((2, picture.height + 10), f"-{scale:.3f}", fill="black")
+    draw.text((picture.width * 3 // 4 + 4, picture.height + 10), f"+{scale:.3f}", fill="black")
+    return framed
 
 
 def attribution_picture(attribution: torch.Tensor) -> Image.Image:
@@ -47,17 +68,21 @@ def attribution_picture(attribution: torch.Tensor) -> Image.Image:
     return signed_map(attribution.detach())
 
 
-def enlarge(picture: Image.Image, size: int = DISPLAY_SIZE) -> Image.Image:
-    """Model-resolution pictures shown larger, pixels kept sharp."""
-    return picture.resize((size, size), Image.Resampling.NEAREST)
+def enlarge(picture: Image.Image, size: int = DISPLAY_SIZE, smooth: bool = False) -> Image.Image:
+    """Model-resolution pictures shown larger: maps with their pixels kept sharp, faces
+    (``smooth``) interpolated, since a 64-px face enlarged pixel by pixel reads as blocks."""
+    return picture.resize((size, size), Image.Resampling.BICUBIC if smooth else Image.Resampling.NEAREST)
+
+
+FACES = ("aligned", "teacher_counterfactual", "student_counterfactual")
 
 
 def side_by_side(original: torch.Tensor, counterfactual: torch.Tensor, scale: int = 4) -> Image.Image:
     """One labelled picture: original | counterfactual | difference map (with its colour
     legend), each enlarged ``scale`` times."""
     size = original.shape[-1] * scale
-    return labelled_strip([("original", enlarge(to_pil(original), size)),
-                           ("counterfactual", enlarge(to_pil(counterfactual), size)),
+    return labelled_strip([("original", enlarge(to_pil(original), size, smooth=True)),
+                           ("counterfactual", enlarge(to_pil(counterfactual), size, smooth=True)),
                            ("difference (red brighter)", enlarge(difference_map(original, counterfactual), size))])
 
 
@@ -70,12 +95,13 @@ def png_data_uri(picture: Image.Image) -> str:
 def audit_pictures(result: AuditResult) -> dict[str, Image.Image]:
     """Every image of an audit at model resolution, by name."""
     x = result.predictions.aligned
+    scale = shared_scale(x, result.teacher_counterfactual, result.student_counterfactual)
     pictures = {
         "aligned": to_pil(x),
         "teacher_counterfactual": to_pil(result.teacher_counterfactual),
         "student_counterfactual": to_pil(result.student_counterfactual),
-        "teacher_difference": difference_map(x, result.teacher_counterfactual),
-        "student_difference": difference_map(x, result.student_counterfactual),
+        "teacher_difference": difference_map(x, result.teacher_counterfactual, scale),
+        "student_difference": difference_map(x, result.student_counterfactual, scale),
     }
     for comparison in result.attributions:
         pictures[f"{comparison.method}_teacher"] = attribution_picture(comparison.teacher)
@@ -87,8 +113,11 @@ def display_pictures(result: AuditResult, size: int = DISPLAY_SIZE) -> dict[str,
     """The audit's pictures at ``size`` for the screen and the report. Where the photo has
     more pixels than the model sees, each counterfactual is the photo's own crop plus the
     upsampled edit ``x' − x`` (the numbers stay those of the model-resolution images);
-    otherwise pixels are enlarged as they are."""
-    pictures = {name: enlarge(picture, size) for name, picture in audit_pictures(result).items()}
+    otherwise faces are enlarged smoothly. Both difference maps share one scale, drawn under each."""
+    pictures = {name: enlarge(picture, size, smooth=name in FACES) for name, picture in audit_pictures(result).items()}
+    scale = shared_scale(result.predictions.aligned, result.teacher_counterfactual, result.student_counterfactual)
+    for name in ("teacher_difference", "student_difference"):
+        pictures[name] = with_scale_bar(pictures[name], scale)
     display = result.predictions.display
     if display is not None:
         x = result.predictions.aligned
