@@ -123,8 +123,10 @@ def tiny_setup(hq_folder, tmp_path, tiny_generator, bright_checkpoint) -> dict:
     tiny_generator.save_pretrained(tmp_path / "generator")
     return {"data": root, "split": "all", "checkpoint": tmp_path / "fp32", "variants_dir": tmp_path / "variants",
             "generator": str(tmp_path / "generator"), "variants": ("ptq-int8", "ptq-int4"), "image_cache": None,
+            # one noise draw: the chunk counts below; several draws are tested on their own
             "settings": BenchmarkSettings(n=6, attributes=("Smiling", "Young"), chunk_size=2, counterfactual=FAST,
-                                          latency_repeats=2, margins=(1.0, 2.0), bootstrap_samples=100)}
+                                          latency_repeats=2, margins=(1.0, 2.0), bootstrap_samples=100,
+                                          noise_draws=1)}
 
 
 def command_line(setup: dict) -> list[str]:

@@ -11,14 +11,20 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
+from recourse.benchmark import statistics as stats
 from recourse.benchmark.tasks import FP32, BenchmarkSettings, record_columns
 from recourse.data import to_float_images
-from recourse.metrics import agreement, both_valid, decisions, mean_accuracy, overhead
+from recourse.metrics import agreement, both_valid, decisions, directional_similarity, mean_accuracy, overhead
 from recourse.paired import RecourseColumns, Student
 
-RECOURSE_METRICS = ("vd", "crg", "dirsim", "fa_50", "fa_75", "logit_gap", "logit_lean")
-# CRG and DirSim are defined on B; a paired difference takes them on the tasks both have in B
-_ON_B = ("crg", "dirsim")
+RECOURSE_METRICS = ("vd", "crg", "dirsim", "fa_50", "fa_75", "logit_gap", "logit_lean", "zero_edits", "dirsim_moved")
+# CRG, DirSim and the zero-length share are defined on B; a paired difference takes them on
+# the tasks both have in B (dirsim_moved: on those where both students' edits moved)
+_ON_B = ("crg", "dirsim", "zero_edits")
+# Shares of counted tasks: their intervals are also given by Wilson's score (never [0, 0])
+PROPORTIONS = ("vd", "fa_50", "fa_75", "zero_edits")
+NOISE_CONTROL = "fp32-noise"  # the noise draws' family: fp32-noise, fp32-noise-s1, ...
+REFERENCE_PREFIX = "fp32-ref-"  # a second full-precision classifier's row: fp32-ref-<its folder>
 GROUPS = ("all", "seen", "held_out")
 # Paired comparisons, family against family: the 4-bit post-training baselines, and
 # cfq-qat's no-recourse twin (same calibration and bits), which isolates the recourse term.
@@ -73,6 +79,11 @@ class BenchmarkRow:
     compression: str = ""  # the method that made the variant
     family: str = ""
     groups: dict = field(default_factory=dict)  # {"seen" | "held_out": summary}
+    # Added for issue 26; absent from the committed runs (written only when set):
+    zero_edits: float | None = None  # % of B where the student's own edit is zero (it decides t at x)
+    dirsim_moved: float | None = None  # DirSim over B without those
+    proportions: dict = field(default_factory=dict)  # {metric: {"count", "n", "wilson": [low, high] in %}}
+    paired_score: dict = field(default_factory=dict)  # {reference: {metric: [low, high]}}, Newcombe, in points
 
 
 @dataclass(frozen=True)
@@ -88,10 +99,61 @@ class FamilyRow:
     agreement: tuple[float, float]
     metrics: dict  # {group: {metric: {"mean", "sd", "low", "high"}}}
     paired: dict = field(default_factory=dict)  # {reference: {group: {metric: [difference, low, high]}}}
+    # Added for issue 26; absent from the committed runs (written only when set):
+    wilson: dict = field(default_factory=dict)  # {group: {metric: [low, high]}}, at the seeds' mean count, %
+    tests: dict = field(default_factory=dict)  # {reference: {group: {metric: {"p", "se", "score_interval"?}}}}
+    equivalence: dict = field(default_factory=dict)  # {floor: {group: {metric: Equivalence.to_dict()}}}
+
+
+NEW_ROW_FIELDS = ("zero_edits", "dirsim_moved", "proportions", "paired_score")
+NEW_FAMILY_FIELDS = ("wilson", "tests", "equivalence")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One paired difference of the family of claims, with its p-value corrected for the
+    whole family (Holm: family-wise error; Benjamini–Hochberg: false discovery rate)."""
+
+    family: str
+    reference: str
+    group: str
+    metric: str
+    difference: float
+    low: float
+    high: float
+    p: float
+    p_holm: float
+    p_bh: float
+
+    def holds(self, alpha: float = 0.05, correction: str = "holm") -> bool:
+        return (self.p_holm if correction == "holm" else self.p_bh) < alpha
+
+
+def moved(columns: RecourseColumns) -> torch.Tensor:
+    """Tasks where the student's own edit changed the image. Where it did not (the student
+    already decides the target at x), its direction is undefined, not "cos = 0"."""
+    return columns.student_cost > 0
+
+
+def direction_values(columns: RecourseColumns) -> dict[str, float]:
+    """The zero-length share of B (%) and DirSim over the rest of B: the direction metric
+    with the zero-length recourses counted apart."""
+    in_b = both_valid(columns.teacher_valid, columns.student_valid)
+    zero, rest = in_b & ~moved(columns), in_b & moved(columns)
+    b = int(in_b.sum())
+    return {"zero_edits": 100.0 * int(zero.sum()) / b if b else float("nan"),
+            "dirsim_moved": directional_similarity(columns.cosine, rest)}
+
+
+def summary_dict(columns: RecourseColumns) -> dict:
+    """The summary's values with the direction metrics and the zero-length count."""
+    in_b = both_valid(columns.teacher_valid, columns.student_valid)
+    return {**columns.summary().to_dict(), **direction_values(columns),
+            "zero_edit_count": int((in_b & ~moved(columns)).sum())}
 
 
 def summary_values(columns: RecourseColumns) -> dict[str, float]:
-    values = columns.summary().to_dict()
+    values = {**columns.summary().to_dict(), **direction_values(columns)}
     return {metric: values[metric] for metric in RECOURSE_METRICS}
 
 
@@ -101,7 +163,10 @@ def paired_difference(mine: RecourseColumns, theirs: RecourseColumns) -> dict[st
     shared = both_valid(mine.teacher_valid, mine.student_valid) & both_valid(theirs.teacher_valid, theirs.student_valid)
     full = {m: a - b for (m, a), b in zip(summary_values(mine).items(), summary_values(theirs).values())}
     on_b = summary_values(mine.select(shared)), summary_values(theirs.select(shared))
-    return {m: (on_b[0][m] - on_b[1][m]) if m in _ON_B else full[m] for m in RECOURSE_METRICS}
+    both_moved = shared & moved(mine) & moved(theirs)
+    on_moved = summary_values(mine.select(both_moved)), summary_values(theirs.select(both_moved))
+    return {m: (on_b[0][m] - on_b[1][m]) if m in _ON_B else (on_moved[0][m] - on_moved[1][m]) if m == "dirsim_moved"
+            else full[m] for m in RECOURSE_METRICS}
 
 
 def _percentiles(draws: dict[str, list[float]], level: float) -> dict[str, list[float]]:
@@ -114,10 +179,12 @@ def _finite(value: float) -> bool:
     return value == value and abs(value) != float("inf")
 
 
-def ratio_terms(columns: RecourseColumns, b_mask: torch.Tensor | None = None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+def ratio_terms(columns: RecourseColumns, b_mask: torch.Tensor | None = None,
+                moved_mask: torch.Tensor | None = None) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
     """Every recourse metric is a ratio of sums over tasks, ``Σ num / Σ den`` (× 100 for the
     percentages): per metric, the per-task ``(num, den)``. ``b_mask`` replaces B (paired
-    differences take CRG and DirSim on the tasks both students have in B). With every
+    differences take CRG and DirSim on the tasks both students have in B; ``moved_mask``
+    replaces B's moved tasks of ``dirsim_moved``, for the same reason). With every
     task counted once this gives :meth:`RecourseColumns.summary`; with bootstrap counts, a
     resample's value, so thousands of resamples are one matrix product."""
     in_s = columns.teacher_valid.bool()
@@ -136,13 +203,24 @@ def ratio_terms(columns: RecourseColumns, b_mask: torch.Tensor | None = None) ->
         terms[name] = (100 * (rejected & accepted).double(), rejected.double())
     terms["logit_gap"] = (s * difference.abs(), s)
     terms["logit_lean"] = (s * difference * towards, s)
+    still = (~moved(columns)).double()
+    terms["zero_edits"] = (100 * b * still, b)
+    on_moved = b * (1 - still) if moved_mask is None else moved_mask.double()
+    terms["dirsim_moved"] = (100 * on_moved * columns.cosine, on_moved)
     return terms
 
 
-def _shared_terms(columns: RecourseColumns, shared: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
-    """:func:`ratio_terms` of a paired difference: CRG and DirSim on the ``shared`` tasks."""
-    full, on_shared = ratio_terms(columns), ratio_terms(columns, shared)
-    return {metric: (on_shared if metric in _ON_B else full)[metric] for metric in RECOURSE_METRICS}
+def _shared_terms(columns: RecourseColumns, shared: torch.Tensor,
+                  both_moved: torch.Tensor) -> dict[str, tuple[torch.Tensor, torch.Tensor]]:
+    """:func:`ratio_terms` of a paired difference: CRG and DirSim on the ``shared`` tasks,
+    ``dirsim_moved`` on the shared tasks where both edits moved."""
+    full, on_shared = ratio_terms(columns), ratio_terms(columns, shared, both_moved)
+    return {metric: (on_shared if metric in (*_ON_B, "dirsim_moved") else full)[metric] for metric in RECOURSE_METRICS}
+
+
+def _shared_masks(mine: RecourseColumns, theirs: RecourseColumns) -> tuple[torch.Tensor, torch.Tensor]:
+    shared = both_valid(mine.teacher_valid, mine.student_valid) & both_valid(theirs.teacher_valid, theirs.student_valid)
+    return shared, shared & moved(mine) & moved(theirs)
 
 
 def _resampled(terms: dict[str, tuple[torch.Tensor, torch.Tensor]], counts: torch.Tensor) -> dict[str, torch.Tensor]:
@@ -156,47 +234,121 @@ def _resampled(terms: dict[str, tuple[torch.Tensor, torch.Tensor]], counts: torc
 
 def _task_counts(tasks: int, draws: int, generator: torch.Generator) -> torch.Tensor:
     """How often each task is drawn in each of ``draws`` resamples ``(draws, tasks)``."""
-    index = torch.randint(tasks, (draws, tasks), generator=generator)
-    return torch.zeros(draws, tasks, dtype=torch.float64).scatter_add_(1, index, torch.ones(draws, tasks, dtype=torch.float64))
+    return stats.multinomial_counts(tasks, draws, generator)
 
 
 def bootstrap_intervals(columns: RecourseColumns, reference: RecourseColumns | None = None,
-                        samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, level: float = 0.95) -> dict[str, list[float]]:
+                        samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, level: float = 0.95,
+                        task_weights: str = "multinomial") -> dict[str, list[float]]:
     """Percentile bootstrap over tasks: ``[low, high]`` of each recourse metric, or, with
     ``reference``, of the paired difference ``columns − reference`` on shared tasks (the same
     resampled tasks for both, so what the two share does not count as noise)."""
-    return seed_bootstrap([columns], [reference] if reference is not None else None, samples, seed, level)
+    return seed_bootstrap([columns], [reference] if reference is not None else None, samples, seed, level,
+                          task_weights=task_weights)
 
 
 def seed_bootstrap(seeds: list[RecourseColumns], references: list[RecourseColumns] | None = None,
-                   samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, level: float = 0.95) -> dict[str, list[float]]:
-    """Two-level percentile bootstrap of the mean over seeds: each draw resamples the seeds,
-    then the tasks (the same tasks for every seed). With ``references``, of the paired
-    difference, seed ``k`` against reference seed ``k`` (or the only one), on shared tasks."""
+                   samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, level: float = 0.95,
+                   seed_level: str = "resample", task_weights: str = "multinomial") -> dict[str, list[float]]:
+    """Two-level percentile bootstrap of the mean over seeds (:func:`seed_draws`)."""
+    return _percentiles(seed_draws(seeds, references, samples, seed, seed_level, task_weights), level)
+
+
+def seed_draws(seeds: list[RecourseColumns], references: list[RecourseColumns] | None = None,
+               samples: int = BOOTSTRAP_SAMPLES, seed: int = 0, seed_level: str = "resample",
+               task_weights: str = "multinomial") -> dict[str, list[float]]:
+    """Bootstrap draws of the mean over seeds, per metric (undefined draws left out). The task
+    level resamples the tasks (``multinomial``) or reweights them (``dirichlet``, the
+    Bayesian bootstrap), the same tasks for every seed. The seed level either resamples the
+    seeds (``resample``: with 3 seeds only 10 distinct draws) or adds ``s/√k · t_{k−1}`` to
+    each draw (``parametric``, :func:`statistics.seed_level_draws`, ``s`` the seeds' sd of the
+    metric on all tasks). With ``references``, of the paired difference, seed ``k`` against
+    reference seed ``k`` (or the only one), on shared tasks."""
     generator = torch.Generator().manual_seed(seed)
     tasks = len(seeds[0])
     if tasks == 0:
-        return {m: [float("nan")] * 2 for m in RECOURSE_METRICS}
-    chosen = torch.randint(len(seeds), (samples, len(seeds)), generator=generator) if len(seeds) > 1 \
-        else torch.zeros(samples, 1, dtype=torch.long)
-    counts = _task_counts(tasks, samples, generator)
+        return {m: [] for m in RECOURSE_METRICS}
+    resample = seed_level == "resample" and len(seeds) > 1
+    # drawn in this order so that the committed runs' intervals are reproduced exactly
+    chosen = torch.randint(len(seeds), (samples, len(seeds)), generator=generator) if resample \
+        else torch.arange(len(seeds)).expand(samples, len(seeds))
+    if task_weights == "dirichlet":
+        counts = stats.dirichlet_weights(tasks, samples, generator)
+    else:
+        counts = _task_counts(tasks, samples, generator)
     per_seed = []  # {metric: (samples,)} for each seed
+    point = []  # {metric: value on all tasks} for each seed
     for k, mine in enumerate(seeds):
         if references is None:
             per_seed.append(_resampled(ratio_terms(mine), counts))
+            point.append(summary_values(mine))
             continue
         theirs = references[k % len(references)]
-        shared = both_valid(mine.teacher_valid, mine.student_valid) & both_valid(theirs.teacher_valid, theirs.student_valid)
-        a, b = (_resampled(_shared_terms(side, shared), counts) for side in (mine, theirs))
+        shared, both_moved = _shared_masks(mine, theirs)
+        a, b = (_resampled(_shared_terms(side, shared, both_moved), counts) for side in (mine, theirs))
         per_seed.append({metric: a[metric] - b[metric] for metric in RECOURSE_METRICS})
+        point.append(paired_difference(mine, theirs))
     draws = {}
     for metric in RECOURSE_METRICS:
         table = torch.stack([values[metric] for values in per_seed], dim=1)  # (samples, seeds)
         picked = table.gather(1, chosen)
         finite = torch.isfinite(picked)
         mean = torch.where(finite, picked, torch.zeros_like(picked)).sum(1) / finite.sum(1).clamp_min(1)
+        if seed_level == "parametric" and len(seeds) > 1:
+            mean = mean + stats.seed_level_draws([p[metric] for p in point], samples, generator)
         draws[metric] = mean[finite.any(1)].tolist()
-    return _percentiles(draws, level)
+    return draws
+
+
+def _draw_tests(difference: float, draws: list[float]) -> dict[str, float]:
+    """The p-value of a paired difference from its bootstrap draws: normal, with the draws'
+    sd as standard error (a percentile p bottoms out at 1/samples, too coarse for a family
+    correction over hundreds of claims)."""
+    se = float(torch.tensor(draws, dtype=torch.float64).std()) if len(draws) > 1 else float("nan")
+    return {"p": stats.normal_p_value(difference, se), "se": se}
+
+
+def proportion_counts(columns: RecourseColumns) -> dict[str, tuple[float, float]]:
+    """``(count, trials)`` of each share among the recourse metrics (VD over S, false
+    acceptance over the teacher-rejected partial edits, zero-length recourses over B)."""
+    terms = ratio_terms(columns)
+    return {m: (float(terms[m][0].sum()) / 100, float(terms[m][1].sum())) for m in PROPORTIONS}
+
+
+def proportion_intervals(columns: RecourseColumns) -> dict[str, dict]:
+    """Each share's count, trials and Wilson interval (in %)."""
+    result = {}
+    for metric, (count, trials) in proportion_counts(columns).items():
+        result[metric] = {"count": round(count), "n": round(trials),
+                          "wilson": stats.wilson_interval(count, trials).as_list(100.0)}
+    return result
+
+
+def paired_cells(mine: RecourseColumns, theirs: RecourseColumns) -> dict[str, tuple[int, int, int, int]]:
+    """Per share, the 2×2 table of the paired tasks: (both, only mine, only theirs, neither)
+    counted over the tasks both share the denominator of (S, the teacher-rejected partial
+    edits, the tasks both have in B)."""
+    shared, both_moved = _shared_masks(mine, theirs)
+    a, b = _shared_terms(mine, shared, both_moved), _shared_terms(theirs, shared, both_moved)
+    cells = {}
+    for metric in PROPORTIONS:
+        counted = (a[metric][1] > 0) & (b[metric][1] > 0)
+        first, second = a[metric][0][counted] > 0, b[metric][0][counted] > 0
+        cells[metric] = (int((first & second).sum()), int((first & ~second).sum()), int((~first & second).sum()),
+                         int((~first & ~second).sum()))
+    return cells
+
+
+def score_intervals(seeds: list[RecourseColumns], references: list[RecourseColumns]) -> dict[str, list[float]]:
+    """Newcombe's paired interval (in points) of each share's difference, from the 2×2 cells
+    averaged over the seed pairs: unlike the bootstrap it does not collapse to [0, 0] where
+    the two models never differ on the tasks."""
+    tables = [paired_cells(mine, references[k % len(references)]) for k, mine in enumerate(seeds)]
+    result = {}
+    for metric in PROPORTIONS:
+        cells = [sum(t[metric][i] for t in tables) / len(tables) for i in range(4)]
+        result[metric] = stats.newcombe_paired_interval(*cells).as_list(100.0)
+    return result
 
 
 @torch.no_grad()
@@ -272,7 +424,7 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
         for attribute in settings.attributes:
             index = torch.tensor([r["attribute"] == attribute for r in records])
             if bool(index.any()):
-                per_attribute[attribute] = columns[name].select(index).summary().to_dict()
+                per_attribute[attribute] = summary_dict(columns[name].select(index))
         fact = facts[name]
         rows.append(BenchmarkRow(
             method=name, acc=mean_accuracy(student_decisions, labels), vd=summary.vd, crg=summary.crg,
@@ -285,19 +437,35 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
             latency_batch32_ms=median_latency_ms(student.decider, batch32, settings.latency_repeats),
             integer_kernels=fact.integer_kernels, n=summary.n, s=summary.s, b=summary.b,
             per_attribute=per_attribute, details=fact.details,
-            intervals=bootstrap_intervals(columns[name], samples=settings.bootstrap_samples),
-            paired={reference: _versus(columns[name], columns[reference], settings.bootstrap_samples)
+            intervals=bootstrap_intervals(columns[name], samples=settings.bootstrap_samples,
+                                          task_weights=settings.task_weights),
+            paired={reference: _versus(columns[name], columns[reference], settings.bootstrap_samples,
+                                       settings.task_weights)
                     for reference in references if family_of(name) != reference},
             fa_50=summary.fa_50, fa_75=summary.fa_75, logit_gap=summary.logit_gap, logit_lean=summary.logit_lean,
             compression=fact.method, family=family_of(name),
-            groups={group: columns[name].select(mask).summary().to_dict() for group, mask in masks.items()
+            groups={group: summary_dict(columns[name].select(mask)) for group, mask in masks.items()
                     if group != "all" and bool(mask.any())},
+            zero_edits=direction_values(columns[name])["zero_edits"],
+            dirsim_moved=direction_values(columns[name])["dirsim_moved"],
+            proportions=proportion_intervals(columns[name]),
+            paired_score={reference: score_intervals([columns[name]], [columns[reference]])
+                          for reference in references if family_of(name) != reference},
         ))
     return rows
 
 
+def is_floor(family: str) -> bool:
+    """The rows that measure what any slightly different model gives: the noise control's
+    draws and a second full-precision classifier."""
+    return family == NOISE_CONTROL or family.startswith(REFERENCE_PREFIX)
+
+
 def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: BenchmarkSettings) -> list[FamilyRow]:
-    """One row per family of seeds (a family of one seed too), in the order of ``rows``."""
+    """One row per family of seeds (a family of one seed too), in the order of ``rows``:
+    mean and sd over seeds, intervals (the seed level and task weights of ``settings``),
+    Wilson intervals of the shares, and paired differences against the references with
+    their p-values and Newcombe intervals, and TOST against each floor row."""
     records = sorted(records, key=lambda r: r["task"])
     masks = group_masks(records, settings)
     members: dict[str, list[BenchmarkRow]] = {}
@@ -305,31 +473,65 @@ def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: Benchma
         if row.method != FP32:
             members.setdefault(row.family, []).append(row)
     columns = {row.method: record_columns(records, row.method) for family in members.values() for row in family}
+    levels = {"seed_level": settings.seed_level, "task_weights": settings.task_weights}
+    margins = dict(settings.equivalence_margins)
     result = []
     for family, family_members in members.items():
-        metrics, paired = {}, {}
+        metrics, paired, wilson, tests, equivalence = {}, {}, {}, {}, {}
         for group, mask in masks.items():
             if not bool(mask.any()):
                 continue
             seeds = [columns[row.method].select(mask) for row in family_members]
             values = [summary_values(c) for c in seeds]
-            intervals = seed_bootstrap(seeds, samples=settings.bootstrap_samples)
+            intervals = seed_bootstrap(seeds, samples=settings.bootstrap_samples, **levels)
             metrics[group] = {m: {"mean": _mean([v[m] for v in values]), "sd": _sd([v[m] for v in values]),
                                   "low": intervals[m][0], "high": intervals[m][1]} for m in RECOURSE_METRICS}
-            for reference in PAIRED_REFERENCES:
-                if reference in members and reference != family:
-                    theirs = [columns[row.method].select(mask) for row in members[reference]]
-                    differences = [paired_difference(mine, theirs[k % len(theirs)]) for k, mine in enumerate(seeds)]
-                    bounds = seed_bootstrap(seeds, theirs, settings.bootstrap_samples)
-                    paired.setdefault(reference, {})[group] = {
-                        m: [_mean([d[m] for d in differences]), *bounds[m]] for m in RECOURSE_METRICS}
+            counts = [proportion_counts(c) for c in seeds]
+            wilson[group] = {m: stats.wilson_interval(_mean([c[m][0] for c in counts]),
+                                                      _mean([c[m][1] for c in counts])).as_list(100.0)
+                             for m in PROPORTIONS}
+            floors = [f for f in members if is_floor(f) and f != family] if margins else []
+            for reference in dict.fromkeys([r for r in PAIRED_REFERENCES if r in members] + floors):
+                if reference == family:
+                    continue
+                theirs = [columns[row.method].select(mask) for row in members[reference]]
+                differences = [paired_difference(mine, theirs[k % len(theirs)]) for k, mine in enumerate(seeds)]
+                draws = seed_draws(seeds, theirs, settings.bootstrap_samples, **levels)
+                bounds = _percentiles(draws, 0.95)
+                means = {m: _mean([d[m] for d in differences]) for m in RECOURSE_METRICS}
+                if reference in PAIRED_REFERENCES:
+                    paired.setdefault(reference, {})[group] = {m: [means[m], *bounds[m]] for m in RECOURSE_METRICS}
+                    scores = score_intervals(seeds, theirs)
+                    tests.setdefault(reference, {})[group] = {
+                        m: {**_draw_tests(means[m], draws[m]), **({"score_interval": scores[m]} if m in scores else {})}
+                        for m in RECOURSE_METRICS}
+                if reference in floors:
+                    equivalence.setdefault(reference, {})[group] = {
+                        m: stats.tost(means[m], _draw_tests(means[m], draws[m])["se"], margin).to_dict()
+                        for m, margin in margins.items()}
         result.append(FamilyRow(
             family=family, variants=tuple(r.method for r in family_members), compression=family_members[0].compression,
             bits_per_weight=_mean([r.bits_per_weight for r in family_members]),
             acc=(_mean([r.acc for r in family_members]), _sd([r.acc for r in family_members])),
             agreement=(_mean([r.agreement for r in family_members]), _sd([r.agreement for r in family_members])),
-            metrics=metrics, paired=paired))
+            metrics=metrics, paired=paired, wilson=wilson, tests=tests, equivalence=equivalence))
     return result
+
+
+def claims(families: list[FamilyRow]) -> list[Claim]:
+    """The family of claims: every paired difference the table reports (each family against
+    each paired reference, in every group, on every metric), with Holm and
+    Benjamini–Hochberg corrections over all of them together."""
+    found = []
+    for family in families:
+        for reference, groups in family.tests.items():
+            for group, metrics in groups.items():
+                for metric, test in metrics.items():
+                    difference, low, high = family.paired[reference][group][metric]
+                    found.append((family.family, reference, group, metric, difference, low, high, test["p"]))
+    p_values = [entry[-1] for entry in found]
+    return [Claim(*entry, p_holm=h, p_bh=q)
+            for entry, h, q in zip(found, stats.holm(p_values), stats.benjamini_hochberg(p_values))]
 
 
 def _mean(values: list[float]) -> float:
@@ -342,7 +544,7 @@ def _sd(values: list[float]) -> float:
     return statistics.stdev(finite) if len(finite) > 1 else float("nan")
 
 
-def _versus(mine: RecourseColumns, theirs: RecourseColumns, samples: int) -> dict:
+def _versus(mine: RecourseColumns, theirs: RecourseColumns, samples: int, task_weights: str = "multinomial") -> dict:
     difference = paired_difference(mine, theirs)
-    intervals = bootstrap_intervals(mine, theirs, samples)
+    intervals = bootstrap_intervals(mine, theirs, samples, task_weights=task_weights)
     return {m: [difference[m], *intervals[m]] for m in RECOURSE_METRICS}

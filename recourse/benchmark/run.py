@@ -20,7 +20,8 @@ from typing import Any
 import torch
 
 from recourse.benchmark.rows import (
-    BenchmarkRow, FamilyRow, VariantFacts, benchmark_rows, family_rows, model_decisions,
+    NEW_FAMILY_FIELDS, NEW_ROW_FIELDS, NOISE_CONTROL, REFERENCE_PREFIX, BenchmarkRow, Claim, FamilyRow, VariantFacts,
+    benchmark_rows, claims, family_rows, model_decisions,
 )
 from recourse.benchmark.sweep import SweepPoint, sweep_points, sweep_records
 from recourse.benchmark.tasks import FP32, BenchmarkSettings, task_records
@@ -36,7 +37,6 @@ from recourse.progress import Progress, silent
 from recourse.paths import DEFAULT_CACHE, generator_dir, shown, teacher_dir, variants_dir
 
 DEFINITIONS = "docs/metrics.md (VD = Validity Drop)"
-NOISE_CONTROL = "fp32-noise"
 NOISE_MATCH_IMAGES = 1000  # images the control's agreement is matched on
 _VARIANT_ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 
@@ -55,12 +55,25 @@ class BenchmarkConfig:
     generator: str = field(default_factory=lambda: str(generator_dir()))
     image_cache: Path | None = DEFAULT_CACHE  # decoded images
     command: str = ""  # recorded in the report
+    # Other full-precision classifiers (checkpoint folders), each a reference row
+    # fp32-ref-<folder name>: what an independently trained model scores against the teacher.
+    reference_models: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
-        bad = [v for v in self.variants if not isinstance(v, str) or not _VARIANT_ID.match(v) or v in (FP32, NOISE_CONTROL)]
+        bad = [v for v in self.variants if not isinstance(v, str) or not _VARIANT_ID.match(v) or v == FP32
+               or v.startswith((NOISE_CONTROL, REFERENCE_PREFIX))]
         if bad or not self.variants or len(set(self.variants)) != len(self.variants):
             raise ValueError(f"variants must be distinct folder names of {shown(self.variants_dir)} "
                              f"(e.g. {', '.join(METHODS[:3])}); got {', '.join(map(str, self.variants)) or 'none'}")
+        names = [reference_name(Path(folder)) for folder in self.reference_models]
+        if len(set(names)) != len(names) or not all(_VARIANT_ID.match(n) for n in names):
+            raise ValueError(f"reference models must be folders with distinct, plain names; got "
+                             f"{', '.join(map(str, self.reference_models))}")
+
+
+def reference_name(folder: Path) -> str:
+    """The row of a reference classifier: ``fp32-ref-`` and its folder's name."""
+    return REFERENCE_PREFIX + Path(folder).name
 
 
 @dataclass(frozen=True)
@@ -80,17 +93,21 @@ class BenchmarkResult:
     definitions: str = DEFINITIONS
     families: tuple[FamilyRow, ...] = ()
     sweep: tuple[SweepPoint, ...] = ()
+    claims: tuple[Claim, ...] = ()  # the family of claims with corrected p-values (issue 26)
 
     def to_dict(self) -> dict:
-        """JSON-ready: non-finite values (undefined metrics) are written as ``null``."""
+        """JSON-ready: non-finite values (undefined metrics) are written as ``null``. Fields
+        added after the committed runs are left out where unset, so those read back as written."""
         record = {
             "date": self.date, "command": self.command, "split": self.split, "n": self.n,
             "attributes": list(self.attributes), "accuracy_images": self.accuracy_images,
             "processes": self.processes, "seconds": self.seconds, "settings": self.settings,
-            "definitions": self.definitions, "rows": [asdict(row) for row in self.rows],
+            "definitions": self.definitions, "rows": [_set_only(asdict(row), NEW_ROW_FIELDS) for row in self.rows],
         }
         if self.families:
-            record["families"] = [asdict(family) for family in self.families]
+            record["families"] = [_set_only(asdict(family), NEW_FAMILY_FIELDS) for family in self.families]
+        if self.claims:
+            record["claims"] = [asdict(claim) for claim in self.claims]
         if self.sweep:
             # a sweep written before it had intervals is read and written back as it was
             record["sweep"] = [{k: v for k, v in asdict(point).items() if k != "intervals" or v} for point in self.sweep]
@@ -104,13 +121,25 @@ class BenchmarkResult:
             families = tuple(FamilyRow(**{**f, "variants": tuple(f["variants"]), "acc": tuple(f["acc"]),
                                           "agreement": tuple(f["agreement"])}) for f in record.get("families", ()))
             sweep = tuple(SweepPoint(**point) for point in record.get("sweep", ()))
+            found = tuple(Claim(**{k: _number(v) for k, v in c.items()}) for c in record.get("claims", ()))
             return cls(date=record["date"], command=record["command"], split=record["split"], n=int(record["n"]),
                        attributes=tuple(record["attributes"]), accuracy_images=int(record["accuracy_images"]),
                        processes=int(record["processes"]), seconds=float(record["seconds"]),
                        settings=dict(record["settings"]), rows=rows,
-                       definitions=record.get("definitions", DEFINITIONS), families=families, sweep=sweep)
+                       definitions=record.get("definitions", DEFINITIONS), families=families, sweep=sweep,
+                       claims=found)
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"not a benchmark record ({type(error).__name__}: {error})") from None
+
+
+def _set_only(record: dict, added: tuple[str, ...]) -> dict:
+    """``record`` without the ``added`` fields that are unset (None or empty)."""
+    return {k: v for k, v in record.items() if k not in added or v not in (None, {}, [], ())}
+
+
+def _number(value):
+    """A claim's field as read back: JSON's null (an undefined p) is NaN again."""
+    return float("nan") if value is None else value
 
 
 def _finite(value):
@@ -142,19 +171,42 @@ def _load_students(config: BenchmarkConfig) -> tuple[dict[str, Student], dict[st
     return students, facts
 
 
-def noise_control(teacher: torch.nn.Module, students: dict[str, Student], facts: dict[str, VariantFacts],
-                  images: torch.Tensor, matched_to: str, size_bytes: int) -> tuple[Student, VariantFacts]:
-    """The teacher with weight noise at ``matched_to``'s agreement with the teacher (on the
-    first :data:`NOISE_MATCH_IMAGES` images), as a student row."""
-    sample = to_float_images(images[:NOISE_MATCH_IMAGES])
+def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], matching: torch.Tensor, matched_to: str,
+                   size_bytes: int, draws: int = 1, matching_split: str | None = None
+                   ) -> dict[str, tuple[Student, VariantFacts]]:
+    """The teacher with weight noise at ``matched_to``'s agreement with the teacher, as
+    student rows: one per noise draw (``fp32-noise``, ``fp32-noise-s1``, ...: a family, so
+    the table averages them like fine-tuning seeds), each draw's sigma matched by itself on
+    the first :data:`NOISE_MATCH_IMAGES` of ``matching`` (from ``matching_split``; None: the
+    run's own images, as the committed runs did)."""
+    sample = to_float_images(matching[:NOISE_MATCH_IMAGES])
     with torch.no_grad():
         target = agreement(decisions(teacher(sample)), decisions(students[matched_to].decider(sample)))
-    control = matched_noise(teacher, sample, target)
-    details = {"sigma": round(control.sigma, 6), "matched_to": matched_to, "target_agreement": round(target, 3),
-               "agreement_on_matching_images": round(control.agreement, 3), "seed": control.seed,
-               "matching_images": len(sample)}
-    return (Student(NOISE_CONTROL, control.model, control.model),
-            VariantFacts(False, 32.0, 0.0, size_bytes, details, "control"))
+    controls = {}
+    for draw in range(draws):
+        control = matched_noise(teacher, sample, target, seed=draw)
+        details = {"sigma": round(control.sigma, 6), "matched_to": matched_to, "target_agreement": round(target, 3),
+                   "agreement_on_matching_images": round(control.agreement, 3), "seed": control.seed,
+                   "matching_images": len(sample)}
+        if matching_split is not None:  # the committed runs' details (and so their cache keys) had no split
+            details["matching_split"] = matching_split
+        name = NOISE_CONTROL if draw == 0 else f"{NOISE_CONTROL}-s{draw}"
+        controls[name] = (Student(name, control.model, control.model),
+                          VariantFacts(False, 32.0, 0.0, size_bytes, details, "control"))
+    return controls
+
+
+def reference_rows(folders: tuple[Path, ...]) -> dict[str, tuple[Student, VariantFacts, str]]:
+    """Each other full-precision classifier as a student row (its own float model guides,
+    stops and decides), with the digest of its weights that keys its cached parts."""
+    rows = {}
+    for folder in map(Path, folders):
+        model = load_classifier(folder)
+        details = {"checkpoint": shown(folder), "weights_sha256": file_digest(folder / WEIGHTS_FILE)}
+        rows[reference_name(folder)] = (Student(reference_name(folder), model, model),
+                                        VariantFacts(False, 32.0, 0.0, folder_bytes(folder), details, "reference"),
+                                        details["weights_sha256"])
+    return rows
 
 
 def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> BenchmarkResult | None:
@@ -182,12 +234,22 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
     fingerprints = {FP32: settings.fingerprint(teacher_inputs)}
     for name in config.variants:
         fingerprints[name] = settings.fingerprint(
-            {**teacher_inputs, name: file_digest(config.variants_dir / name / WEIGHTS_FILE)})
+            {**teacher_inputs, name: file_digest(config.variants_dir / name / WEIGHTS_FILE), **settings.student_inputs()})
     if settings.noise_control in students:
-        control, fact = noise_control(teacher, students, facts, images, settings.noise_control, teacher_bytes)
-        students[NOISE_CONTROL], facts[NOISE_CONTROL] = control, fact
-        fingerprints[NOISE_CONTROL] = settings.fingerprint(
-            {**teacher_inputs, NOISE_CONTROL: json.dumps(fact.details, sort_keys=True)})
+        matching = images
+        if settings.noise_match_split is not None:  # faces apart from the tasks: matching sees none of them
+            with state.main_process_first():
+                matching = torch.as_tensor(load_framed_split(
+                    Path(config.data), settings.noise_match_split, teacher.config.resolution, config.image_cache,
+                    lambda done, total: progress(f"loading {settings.noise_match_split}", done, total)).images)
+        for name, (control, fact) in noise_controls(teacher, students, matching, settings.noise_control, teacher_bytes,
+                                                    settings.noise_draws, settings.noise_match_split).items():
+            students[name], facts[name] = control, fact
+            fingerprints[name] = settings.fingerprint(
+                {**teacher_inputs, NOISE_CONTROL: json.dumps(fact.details, sort_keys=True)})
+    for name, (reference, fact, digest) in reference_rows(config.reference_models).items():
+        students[name], facts[name] = reference, fact
+        fingerprints[name] = settings.fingerprint({**teacher_inputs, name: digest})
     stage = f"benchmark tasks (process {state.process_index + 1}/{state.num_processes})"
 
     def chunks(done: int, total: int) -> None:
@@ -216,11 +278,12 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
         train_seconds = float(read_config(config.checkpoint).get("training_seconds", 0.0))
         rows = benchmark_rows(records, teacher, students, facts, images, labels, train_seconds, teacher_bytes,
                               settings, decided)
+        families = family_rows(rows, records, settings)
         result = BenchmarkResult(
             date=datetime.date.today().isoformat(), command=config.command, split=config.split, n=len(records),
             attributes=settings.attributes, accuracy_images=len(images), processes=state.num_processes,
             seconds=round(time.perf_counter() - started, 1), settings=asdict(settings), rows=tuple(rows),
-            families=tuple(family_rows(rows, records, settings)),
+            families=tuple(families), claims=tuple(claims(families)),
             sweep=tuple(sweep_points(sweep, settings.margins, settings.bootstrap_samples)))
         config.out.mkdir(parents=True, exist_ok=True)
         (config.out / "benchmark.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")

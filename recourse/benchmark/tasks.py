@@ -28,6 +28,17 @@ from recourse.paired import PARTIAL_FRACTIONS, RecourseColumns, Student, boundar
 from recourse.validation import check_int
 
 FP32 = "fp32"
+STUDENT_STOPS = ("decider", "twin")
+SEED_LEVELS = ("parametric", "resample")
+TASK_WEIGHTS = ("multinomial", "dirichlet")
+# "On the noise floor" means a paired difference against the noise control within these
+# margins by TOST: half a typical 4-bit VD and FA, a tenth of a logit, a fifth of a typical
+# CRG, 2 points of DirSim (docs/metrics.md). Stated before the final run, recorded with it.
+EQUIVALENCE_MARGINS: tuple[tuple[str, float], ...] = (
+    ("vd", 2.0), ("fa_75", 5.0), ("logit_gap", 0.1), ("crg", 0.02), ("dirsim_moved", 2.0))
+# The values of settings a run recorded before they existed (BenchmarkSettings.from_record).
+LEGACY_SETTINGS = {"student_stop": "twin", "noise_draws": 1, "noise_match_split": None, "seed_level": "resample",
+                   "task_weights": "multinomial", "equivalence_margins": ()}
 
 
 @dataclass(frozen=True)
@@ -44,6 +55,16 @@ class BenchmarkSettings:
     chunk_size: int = 20
     counterfactual: CounterfactualConfig = CounterfactualConfig()
     latency_repeats: int = 15
+    # Where the student's own edit x'_g stops: on the model whose decisions are scored
+    # ("decider", the integer model where there is one, as the audit does) or on its
+    # differentiable twin ("twin", what the committed runs did; see LEGACY_SETTINGS).
+    student_stop: str = "decider"
+    noise_draws: int = 3  # noise controls (fp32-noise, fp32-noise-s1, ...): one family of draws
+    noise_match_split: str | None = "val"  # the split the control's sigma is matched on; None: the run's own images
+    seed_level: str = "parametric"  # "parametric" (s/√k · t_{k−1}) or "resample" (the seeds resampled)
+    task_weights: str = "multinomial"  # the task level: "multinomial" (ordinary bootstrap) or "dirichlet" (Bayesian)
+    # TOST margins of "on the noise floor" (stated before the run; docs/metrics.md); empty: no test
+    equivalence_margins: tuple[tuple[str, float], ...] = EQUIVALENCE_MARGINS
 
     def __post_init__(self) -> None:
         check_int("n", self.n, 1, 1_000_000)  # CelebA has 202,599 photos
@@ -69,13 +90,49 @@ class BenchmarkSettings:
             CounterfactualConfig(margin=margin)  # the same bounds as a margin of the generator
         if not isinstance(self.counterfactual, CounterfactualConfig):
             raise ValueError(f"counterfactual must be a CounterfactualConfig, got {type(self.counterfactual).__name__}")
+        if self.student_stop not in STUDENT_STOPS:
+            raise ValueError(f"student_stop must be one of {', '.join(STUDENT_STOPS)}, got {self.student_stop!r}")
+        check_int("noise_draws", self.noise_draws, 1, 100)
+        if self.noise_match_split not in (None, "train", "val", "test"):
+            raise ValueError(f"noise_match_split must be train, val, test or None, got {self.noise_match_split!r}")
+        if self.seed_level not in SEED_LEVELS:
+            raise ValueError(f"seed_level must be one of {', '.join(SEED_LEVELS)}, got {self.seed_level!r}")
+        if self.task_weights not in TASK_WEIGHTS:
+            raise ValueError(f"task_weights must be one of {', '.join(TASK_WEIGHTS)}, got {self.task_weights!r}")
+        if not isinstance(self.equivalence_margins, tuple) or not all(
+                isinstance(pair, tuple) and len(pair) == 2 and isinstance(pair[0], str)
+                and isinstance(pair[1], (int, float)) and 0 < pair[1] < float("inf") for pair in self.equivalence_margins):
+            raise ValueError(f"equivalence_margins must be a tuple of (metric, positive margin), "
+                             f"got {self.equivalence_margins!r}")
+
+    @classmethod
+    def from_record(cls, recorded: dict) -> "BenchmarkSettings":
+        """The settings a ``benchmark.json`` recorded. A setting it does not name did not exist
+        when it was made and takes its value of then (:data:`LEGACY_SETTINGS`), so the
+        committed runs keep meaning what they meant: the twin's stop, one noise draw matched
+        on the run's own images, the seeds resampled."""
+        values = {**LEGACY_SETTINGS, **recorded}
+        values["counterfactual"] = CounterfactualConfig(**values.get("counterfactual", {}))
+        for name in ("attributes", "seen_attributes", "margins"):
+            values[name] = tuple(values[name])
+        values["equivalence_margins"] = tuple((str(m), float(v)) for m, v in values["equivalence_margins"])
+        return cls(**values)
+
+    def student_inputs(self) -> dict[str, str]:
+        """What keys a student's cached part besides the teacher's inputs and its weights: the
+        stop, where it is not the committed runs' (so their caches keep their keys)."""
+        return {} if self.student_stop == "twin" else {"student_stop": self.student_stop}
 
     def fingerprint(self, inputs: dict[str, str]) -> str:
         """Identifies what a cached part was computed with (these settings and ``inputs``).
         What does not change a chunk's content is left out: which tasks and how many (task
         ``i`` is the same in any run that has it, so a run can be extended, cut or shifted),
-        the sweep's margins, the control's choice, the latency repeats and the bootstrap."""
-        ignored = ("n", "first_task", "margins", "noise_control", "latency_repeats", "bootstrap_samples")
+        the sweep's margins, the control's choice, the latency repeats and the statistics."""
+        ignored = ("n", "first_task", "margins", "noise_control", "latency_repeats", "bootstrap_samples",
+                   # a student's stop keys its own part (student_inputs); the noise draws key
+                   # theirs by their details; the rest only changes the table, not a chunk
+                   "student_stop", "noise_draws", "noise_match_split", "seed_level", "task_weights",
+                   "equivalence_margins")
         settings = {k: v for k, v in asdict(self).items() if k not in ignored}
         text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -127,10 +184,9 @@ def student_part(images: torch.Tensor, first_task: int, teacher: dict[str, torch
         result = student_recourse(images[rows], attribute, teacher["target"][rows].long(),
                                   teacher["counterfactuals"][rows], student, settings.counterfactual, generator,
                                   _seeds(settings, first_task, rows),
-                                  # the committed runs (margin 2, where the student's own recourse
-                                  # stopped on the twin is valid for its decider on 98.3-100% of tasks
-                                  # per variant) stopped on the twin; their next re-make switches this
-                                  stop_on_decider=False)
+                                  # the committed runs stopped on the twin (student_stop "twin"); new
+                                  # runs stop where validity is scored, as the audit does
+                                  stop_on_decider=settings.student_stop == "decider")
         for position, k in enumerate(rows):
             records[k] = {"accepts_teacher": bool(result.accepts_teacher[position]),
                           "valid": bool(result.valid[position]), "cost": float(result.cost[position]),
