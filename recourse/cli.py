@@ -304,7 +304,21 @@ def command_audit(args: argparse.Namespace) -> int:
     from recourse.render.text import audit_line
 
     settings = AuditSettings(counterfactual=_counterfactual_config(args, minimal_recourse()))
-    result = audit_image(Path(args.image), args.variant, args.attribute, args.target, settings)
+    if args.model is not None or _is_card(args.variant):  # an auditor's own models, by their cards
+        from recourse.foreign.pairs import foreign_pair
+
+        if not _is_card(args.variant):
+            raise ValueError(f"--model needs --variant to be a model card too, got {args.variant!r}: a committed "
+                             "variant is audited against the committed classifier")
+
+        pair = foreign_pair(args.model, args.variant, args.attribute)
+        result = audit_image(Path(args.image), pair.name, args.attribute, args.target, settings,
+                             teacher=pair.teacher, student=pair.student)
+        if pair.black_box is not None:
+            print(f"{pair.name} is a black box: {pair.black_box.forward_passes} forward passes "
+                  f"({pair.black_box.estimates} zeroth-order gradients)")
+    else:
+        result = audit_image(Path(args.image), args.variant, args.attribute, args.target, settings)
     _write_json(args.json, {"command": _command_line(args), "image": str(args.image), **audit_record(result)})
     print(audit_line(result))
     print(result.verdict)
@@ -511,7 +525,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = commands.add_parser("audit", help="per-image recourse audit of a compressed variant against the classifier")
     audit.add_argument("image", help="a photo (aligned automatically)")
-    audit.add_argument("--variant", required=True, help="compressed variant id, e.g. ptq-int8")
+    audit.add_argument("--variant", required=True,
+                       help="compressed variant id, e.g. ptq-int8, or the model card (file or folder) of your own "
+                            "compressed model (recourse/foreign/cards.py)")
+    audit.add_argument("--model", help="the model card of your own full-precision model, audited against --variant "
+                                       "(default: the committed classifier)")
     audit.add_argument("--attribute", required=True, help="one of the 40 CelebA attribute names, e.g. Smiling")
     audit.add_argument("--target", type=int, choices=(0, 1), help="default: flip the classifier's decision")
     audit.add_argument("--steps", type=int, help="DDIM steps over the whole schedule")
@@ -523,6 +541,16 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--json", help="write the whole audit here")
     audit.set_defaults(run=command_audit)
     return parser
+
+
+def _is_card(value: str | None) -> bool:
+    """Whether --variant names a model card rather than a committed variant id (light: --help
+    and the id path import nothing of recourse.foreign)."""
+    if value is None or not ("/" in value or value.endswith((".json", ".toml"))):
+        return False
+    from recourse.foreign.pairs import is_card
+
+    return is_card(value)
 
 
 def _uses_committed_models(args: argparse.Namespace) -> bool:

@@ -1,0 +1,60 @@
+"""A foreign pair as the audit takes it (recourse.foreign.pairs) and the command line's
+--model/--variant CARD refusals, on the tiny different model."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import torch
+
+from recourse.cli import main
+from recourse.foreign.adapter import ForeignClassifier, UnsupportedAttributeError
+from recourse.foreign.blackbox import ZerothOrderClassifier
+from recourse.foreign.pairs import foreign_pair, is_card
+from tests.foreign_models import save_different
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+def test_differentiable_pair(tmp_path: Path) -> None:
+    model = save_different(tmp_path / "fp", "safetensors")
+    variant = save_different(tmp_path / "q", "torch-export")
+    pair = foreign_pair(model, variant, "Smiling")
+    assert isinstance(pair.teacher, ForeignClassifier) and pair.black_box is None
+    assert pair.student.twin is pair.student.decider and pair.student.kind == "twin"
+    x = torch.rand(1, 3, 64, 64, requires_grad=True)
+    pair.student.twin(x)[0, 31].backward()
+    assert x.grad.abs().sum() > 0
+
+
+def test_black_box_variant_gets_a_zeroth_order_twin(tmp_path: Path) -> None:
+    model = save_different(tmp_path / "fp", "torch-export")
+    variant = save_different(tmp_path / "q", "onnx")
+    pair = foreign_pair(model, variant, "Young")
+    assert isinstance(pair.student.twin, ZerothOrderClassifier) and pair.black_box is pair.student.twin
+    assert pair.student.kind == "integer" and isinstance(pair.student.decider, ForeignClassifier)
+    x = torch.rand(1, 3, 64, 64, requires_grad=True)
+    pair.student.twin(x)[0, 39].backward()
+    assert x.grad is not None and pair.black_box.forward_passes == 1 + 2 * 192
+
+
+def test_attribute_either_model_lacks_is_refused(tmp_path: Path) -> None:
+    variant = save_different(tmp_path / "q", "onnx")
+    with pytest.raises(UnsupportedAttributeError, match="does not predict Eyeglasses"):
+        foreign_pair(save_different(tmp_path / "fp", "onnx"), variant, "Eyeglasses")
+
+
+def test_is_card(tmp_path: Path) -> None:
+    folder = save_different(tmp_path / "m", "onnx")
+    assert is_card(folder) and is_card(folder / "recourse-card.json")
+    assert not is_card(tmp_path / "nothing") and not is_card(None) and not is_card(folder / "model.onnx")
+
+
+def test_command_line_refuses_model_without_variant_card(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
+    folder = save_different(tmp_path / "m", "onnx")
+    code = main(["audit", str(tmp_path / "face.png"), "--model", str(folder), "--variant", "ptq-int8",
+                 "--attribute", "Smiling"])
+    assert code == 2 and "--model needs --variant to be a model card too" in capsys.readouterr().err
+    code = main(["audit", str(tmp_path / "face.png"), "--variant", str(folder), "--attribute", "Eyeglasses"])
+    assert code == 2 and "does not predict Eyeglasses; it predicts Male, Smiling, Young" in capsys.readouterr().err
