@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--check", type=int, default=1000, help="test faces to check decisions on")
     parser.add_argument("--timing", type=int, default=256, help="test faces to time each model on")
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--reuse", action="store_true", help="keep models already under --out; only check them")
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     warnings.filterwarnings("ignore", category=DeprecationWarning)
@@ -85,9 +86,6 @@ def main(argv: list[str] | None = None) -> int:
     classifier = load_classifier(checkpoints_dir() / "classifier")
     started = time.perf_counter()
 
-    train = load_split(args.data, "train", 64, cache_dir=".cache")
-    pick = np.random.default_rng(0).choice(len(train.images), args.calibration, replace=False)
-    calibration = list(batches(to_float_images(train.images[np.sort(pick)])))
     test = load_split(args.data, "test", 64, cache_dir=".cache")
     images = to_float_images(test.images[:args.check])
     labels = torch.as_tensor(test.labels[:args.check]).bool()
@@ -96,10 +94,16 @@ def main(argv: list[str] | None = None) -> int:
     folders = {name: out / name for name in ("fp32-onnx", "fp32-pt2", "ort-int8", "torchao-int8")}
     for folder in folders.values():
         folder.mkdir(parents=True, exist_ok=True)
-    export_onnx(classifier, example, folders["fp32-onnx"] / "model.onnx")
-    save_program(classifier, example, folders["fp32-pt2"] / "model.pt2")
-    quantize_onnx_static(folders["fp32-onnx"] / "model.onnx", folders["ort-int8"] / "model.onnx", calibration)
-    torch.export.save(quantize_program_pt2e(classifier, example, calibration), str(folders["torchao-int8"] / "model.pt2"))
+    made = all((folder / name).is_file() for folder in folders.values() for name in ("recourse-card.json",))
+    if not (args.reuse and made):
+        train = load_split(args.data, "train", 64, cache_dir=".cache")
+        pick = np.random.default_rng(0).choice(len(train.images), args.calibration, replace=False)
+        calibration = list(batches(to_float_images(train.images[np.sort(pick)])))
+        export_onnx(classifier, example, folders["fp32-onnx"] / "model.onnx")
+        save_program(classifier, example, folders["fp32-pt2"] / "model.pt2")
+        quantize_onnx_static(folders["fp32-onnx"] / "model.onnx", folders["ort-int8"] / "model.onnx", calibration)
+        torch.export.save(quantize_program_pt2e(classifier, example, calibration),
+                          str(folders["torchao-int8"] / "model.pt2"))
     where = f"checkpoints/classifier; {args.calibration} CelebA-HQ train faces (seed 0) for calibration"
     descriptions = {"fp32-onnx": "the project's classifier, ONNX (float)",
                     "fp32-pt2": "the project's classifier, torch.export (float)",
@@ -108,7 +112,8 @@ def main(argv: list[str] | None = None) -> int:
     for name, folder in folders.items():
         weights = "model.onnx" if "onnx" in name or name == "ort-int8" else "model.pt2"
         fmt = "onnx" if weights.endswith(".onnx") else "torch-export"
-        write_card(folder, card(f"classifier-{name}", fmt, weights, descriptions[name], folder))
+        if not (args.reuse and made):
+            write_card(folder, card(f"classifier-{name}", fmt, weights, descriptions[name], folder))
 
     with torch.no_grad():
         reference = torch.cat([classifier(b) for b in batches(images)])
