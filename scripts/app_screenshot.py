@@ -34,14 +34,15 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def start_app(timeout: float = 180.0, log: Path | None = None) -> Iterator[str]:
-    """``python app.py`` on a free localhost port; yields its URL once it answers, stops it after."""
+def start_app(timeout: float = 600.0, log: Path | None = None) -> Iterator[str]:
+    """``python app.py`` on a free localhost port; yields its URL once it answers, stops it after.
+    It loads every variant first: seconds alone, minutes on cores shared with training runs."""
     with app_process(timeout, log) as (url, _):
         yield url
 
 
 @contextlib.contextmanager
-def app_process(timeout: float = 180.0, log: Path | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+def app_process(timeout: float = 600.0, log: Path | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
     """As :func:`start_app`, also giving the process (to watch its memory)."""
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
