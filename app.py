@@ -455,7 +455,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                                          columns=6, rows=1, height="auto", allow_preview=False, elem_id="gallery")
                     with gr.Row(equal_height=True):
                         upload = UploadedImage(label="…or upload a photo (the face is found and aligned)",
-                                               sources=["upload"], height=110, buttons=[], elem_id="upload", scale=3,
+                                               type="filepath", sources=["upload"], height=110, buttons=[], elem_id="upload", scale=3,
                                           min_width=160)
                         with gr.Column(scale=1, min_width=90):
                             gr.Examples([[str(EXAMPLE_PHOTO)]], inputs=[upload], label="Example")
@@ -524,7 +524,8 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
             sources += [] if PUBLIC else ["server folder"]
             with gr.Row():
                 scan_source = OneOf(sources, value=sources[0], label="Faces to rank")
-                scan_photos = UploadedFiles(MAX_SCAN_IMAGES, label="Photos to rank", file_types=["image"], height=110)
+                scan_photos = UploadedFiles(label="Photos to rank", file_count="multiple", file_types=["image"],
+                                            height=110)
             with gr.Row():
                 folder = gr.Textbox(label="Server folder (CelebA-HQ or original CelebA layout)",
                                     placeholder="../shared/data/celeba-hq-64", visible=not PUBLIC)

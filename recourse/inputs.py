@@ -45,28 +45,26 @@ def uploaded_path(payload: Any) -> str:
     return str(resolved)
 
 
+# No __init__ of their own in these subclasses: Gradio sends the browser the properties it
+# finds in the signature of the component's __init__, so a narrower one would lose them.
+
+
 class UploadedImage(gr.Image):
-    """``gr.Image(type="filepath")`` that never opens the file: it returns the checked path
-    of an upload (see :func:`uploaded_path`). The browser shows it as an ordinary image input."""
+    """``gr.Image`` that never opens the file: whatever its ``type``, it returns the checked
+    path of an upload (see :func:`uploaded_path`). The browser shows an ordinary image input."""
 
     is_template = True  # Gradio then draws it with its base class's front end (gr.Image)
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(type="filepath", **kwargs)
 
     def preprocess(self, payload: Any) -> str | None:
         return None if payload is None else uploaded_path(payload)
 
 
 class UploadedFiles(gr.File):
-    """``gr.File(file_count="multiple")`` whose files are checked as :func:`uploaded_path`
-    does, at most ``limit`` of them (the rest are not looked at)."""
+    """``gr.File`` whose files are checked as :func:`uploaded_path` does: a list of paths, at
+    most ``limit`` of them (the rest are not looked at)."""
 
     is_template = True
-
-    def __init__(self, limit: int, **kwargs: Any) -> None:
-        super().__init__(file_count="multiple", type="filepath", **kwargs)
-        self.limit = limit
+    limit = 256
 
     def preprocess(self, payload: Any) -> list[str] | None:
         if payload is None:

@@ -182,9 +182,9 @@ def test_bad_uploads_get_a_clear_message(client, tmp_path, make, message):
 @pytest.mark.requires("committed_variants")
 @pytest.mark.slow
 @pytest.mark.parametrize("arguments, message", [
-    ({"variant": "int3-magic"}, "int3-magic is not in the list of choices"),
-    ({"attribute": "Smile"}, "Smile is not in the list of choices"),
-    ({"target": "maybe"}, "maybe is not in the list of choices"),
+    ({"variant": "int3-magic"}, "unknown choice 'int3-magic'; choose one of the list"),
+    ({"attribute": "Smile"}, "unknown choice 'Smile'"),
+    ({"target": "maybe"}, "unknown choice 'maybe'"),
     ({"steps": 0}, "less than minimum value"),
     ({"seed": -1}, "less than minimum value"),
 ])

@@ -42,7 +42,7 @@ def server(tmp_path_factory):
     before = os.environ.get("RECOURSE_PUBLIC")
     os.environ["RECOURSE_PUBLIC"] = "1"
     try:
-        with app_process(log=log) as (url, process):
+        with app_process(timeout=600, log=log) as (url, process):  # slow to start on a shared CPU
             yield url, process, Client(url, verbose=False)
     finally:
         if before is None:
@@ -195,6 +195,8 @@ def test_bomb_uploads_are_refused_in_bounded_memory(server, tmp_path):
         assert message in refused, (name, refused)
     seconds = time.perf_counter() - started
     peak = _rss_mib(process.pid, "VmHWM")
+    print(f"\n{len(BOMBS)} bomb uploads refused in {seconds:.1f} s; server peak {peak:.0f} MiB, "
+          f"{before:.0f} MiB before: +{peak - before:.0f} MiB")
     assert peak - before < 200, f"peak {peak:.0f} MiB, {before:.0f} MiB before"
     assert seconds < 30 * len(BOMBS)
 
@@ -294,16 +296,18 @@ def test_the_upload_reader_never_opens_the_file_and_refuses_other_paths(tmp_path
         raise AssertionError("the upload was opened before the app's decoder")
 
     monkeypatch.setattr(Image, "open", no_open)
-    image = inputs.UploadedImage()
+    image = inputs.UploadedImage(type="filepath", elem_id="upload", label="photo")
     assert image.preprocess({"path": str(photo)}) == str(photo.resolve())
     assert image.get_block_name() == "image"  # the browser draws it as gr.Image
+    assert {"elem_id", "label", "sources"} <= set(image.get_config())  # with every property it was given
     for payload in ({"path": str(outside)}, {"path": str(uploads / "abc" / "link.png")},
                     {"path": str(uploads / "abc" / ".." / ".." / "secret.png")}, {"path": str(uploads / "abc")},
                     {"path": str(photo), "url": "data:image/png;base64,AAAA"}, {"url": "https://example.com/a.png"},
                     {"path": str(uploads / "abc" / "missing.png")}, {"path": None}):
         with pytest.raises(gr.Error, match="Upload the photo as a file"):
             image.preprocess(payload)
-    files = inputs.UploadedFiles(limit=2)
+    files = inputs.UploadedFiles(file_count="multiple")
+    monkeypatch.setattr(files, "limit", 2)
     assert files.preprocess([{"path": str(photo)}] * 3) == [str(photo.resolve())] * 2
     with pytest.raises(gr.Error):
         files.preprocess([{"path": str(photo)}, {"path": str(outside)}])
@@ -476,3 +480,35 @@ def test_public_mode_closes_the_direct_routes_and_bounds_the_queue():
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "RECOURSE_PUBLIC": "1"})
     assert done.stdout.split() == ["False", "64", "4", "120", "3.0", "10.0"], done.stderr[-1000:]
+
+
+@pytest.mark.requires("chromium", "playwright", "committed_variants")
+@pytest.mark.slow
+def test_a_browser_upload_is_audited_and_a_bomb_refused_in_public_mode(server, tmp_path):
+    """The browser's own upload path (Gradio's front end, the request limits, the checked
+    upload path, recourse.faces) works in public mode, and states the budget."""
+    from playwright.sync_api import sync_playwright
+
+    from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS
+    from tests.test_limits import BOMBS
+
+    url, _, _ = server
+    bomb = tmp_path / "bomb.png"
+    bomb.write_bytes(BOMBS["1-bit PNG 13000²"][0])
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        page = browser.new_page(viewport={"width": 1280, "height": 800})
+        page.goto(url, wait_until="domcontentloaded")
+        page.locator("#upload input[type=file]").set_input_files(str(EXAMPLE))
+        page.wait_for_timeout(1500)
+        page.locator("#run-audit").click()
+        page.locator("#value-cards .value-card").first.wait_for(timeout=180_000)
+        assert "one face found" in page.locator("#status").inner_text()
+        page.get_by_text("Generator settings").click()
+        assert "This public app's budget" in page.locator("#budget").inner_text()
+        page.locator("#upload button[aria-label='Clear']").first.click(timeout=10_000)
+        page.locator("#upload input[type=file]").set_input_files(str(bomb))
+        page.wait_for_timeout(1500)
+        page.locator("#run-audit").click()
+        page.get_by_text("40,000,000-pixel limit").first.wait_for(timeout=60_000)
+        browser.close()
