@@ -185,18 +185,31 @@ def test_local_folder_and_card_file(tmp_path: Path) -> None:
     assert load_foreign(tmp_path / "recourse-card.json").runtime == "torch.export"
 
 
+def _calibration() -> list[torch.Tensor]:
+    generator = torch.Generator().manual_seed(0)
+    return [torch.randn(8, 3, 96, 96, generator=generator) for _ in range(3)]
+
+
 @pytest.fixture(scope="module")
 def quantized(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module, list[torch.Tensor]]:
-    """The different model quantized to int8 both ways, with its calibration batches."""
+    """The different model quantized to int8 by ONNX Runtime's static quantizer."""
     folder = tmp_path_factory.mktemp("quantized")
-    model = different_model()
-    generator = torch.Generator().manual_seed(0)
-    calibration = [torch.randn(8, 3, 96, 96, generator=generator) for _ in range(3)]
+    model, calibration = different_model(), _calibration()
     export_onnx(model, calibration[0], folder / "float.onnx")
     quantize_onnx_static(folder / "float.onnx", folder / "model.int8.onnx", calibration)
-    program = quantize_program_pt2e(model, calibration[0], calibration)
-    torch.export.save(program, str(folder / "model.int8.pt2"))
     return folder, model, calibration
+
+
+@pytest.fixture(scope="module")
+def torchao_program(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, torch.nn.Module]:
+    """The different model quantized to int8 by torchao's pt2e flow (an optional dependency:
+    pip install ".[export]")."""
+    pytest.importorskip("torchao", reason="torchao is optional (pip install \".[export]\"); the straight-through "
+                                          "form is also tested without it")
+    folder = tmp_path_factory.mktemp("pt2e")
+    model, calibration = different_model(), _calibration()
+    torch.export.save(quantize_program_pt2e(model, calibration[0], calibration), str(folder / "model.int8.pt2"))
+    return folder, model
 
 
 def test_onnx_runtime_int8_matches_its_runtime(quantized, tmp_path: Path) -> None:
@@ -211,8 +224,48 @@ def test_onnx_runtime_int8_matches_its_runtime(quantized, tmp_path: Path) -> Non
     assert 0 < np.abs(runtime - model(x).detach().numpy()).max() < 0.1  # really quantized, still close
 
 
-def test_pt2e_program_is_differentiable_and_exact(quantized, tmp_path: Path) -> None:
-    folder, model, _ = quantized
+class _HandQuantized(torch.nn.Module):
+    """int8 activations written with the same q/dq ops convert_pt2e leaves in a program."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.net = different_model()
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        qd = torch.ops.quantized_decomposed
+        x = qd.dequantize_per_tensor(qd.quantize_per_tensor(x, 0.02, 0, -128, 127, torch.int8), 0.02, 0, -128, 127,
+                                     torch.int8)
+        features = self.net.features(x)
+        features = qd.dequantize_per_tensor(qd.quantize_per_tensor(features, 0.05, 3, 0, 255, torch.uint8), 0.05, 3,
+                                            0, 255, torch.uint8)
+        return torch.sigmoid(self.net.head(features.mean(dim=(2, 3))))
+
+
+def test_quantized_program_gets_a_straight_through_form(tmp_path: Path) -> None:
+    """Without torchao: a program with quantize→dequantize pairs loads differentiable, with the
+    very same values, and its gradient is the float model's wherever nothing was clipped."""
+    import recourse.foreign.straight_through  # noqa: F401  (registers the q/dq ops)
+
+    model = _HandQuantized().eval()
+    save_program(model, torch.rand(2, 3, 96, 96), tmp_path / "model.pt2")
+    write_card_file(tmp_path, different_card("torch-export", "model.pt2"))
+    plain = torch.export.load(str(tmp_path / "model.pt2")).module()
+    x = torch.rand(2, 3, 96, 96, requires_grad=True)
+    out = plain(x)  # as converted: the int8 tensor stops autograd before the input
+    assert not out.requires_grad or torch.autograd.grad(out.sum(), x, allow_unused=True)[0] is None
+    loaded = load_foreign(tmp_path)
+    assert loaded.quantized and loaded.differentiable
+    assert torch.equal(loaded.model(x).detach(), plain(x.detach()))
+    loaded.model(x)[:, 0].sum().backward()
+    assert x.grad is not None and x.grad.abs().sum() > 0
+    reference = x.detach().clone().requires_grad_()
+    model.net(reference)[:, 0].sum().backward()  # the float model: gradients agree closely
+    cosine = torch.nn.functional.cosine_similarity(x.grad.flatten(), reference.grad.flatten(), dim=0)
+    assert cosine > 0.9, cosine
+
+
+def test_pt2e_program_is_differentiable_and_exact(torchao_program, tmp_path: Path) -> None:
+    folder, model = torchao_program
     write_card_file(tmp_path, different_card("torch-export", "model.int8.pt2"))
     (tmp_path / "model.int8.pt2").write_bytes((folder / "model.int8.pt2").read_bytes())
     loaded = load_foreign(tmp_path)
