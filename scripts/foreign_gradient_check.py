@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -99,7 +100,7 @@ def main(argv: list[str] | None = None) -> int:
     faces = to_float_images(test.images[pick])
     pixel_basis = lowres_basis((3, 64, 64), grid=8)
     black_box = ForeignClassifier(load_foreign(args.int8)) if args.int8 else None
-    report: dict = {"command": "python -m scripts.foreign_gradient_check " + " ".join(argv or []),
+    report: dict = {"command": "python -m scripts.foreign_gradient_check " + " ".join(sys.argv[1:] if argv is None else argv),
                     "faces": args.faces, "k": args.k, "sigma": args.sigma, "step": args.step, "attributes": {}}
     for attribute in DEFAULT_ATTRIBUTES:
         column = ATTRIBUTES.index(attribute)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 import warnings
 from pathlib import Path
@@ -117,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
 
     with torch.no_grad():
         reference = torch.cat([classifier(b) for b in batches(images)])
-    report: dict = {"command": "python -m scripts.foreign_models " + " ".join(argv or []),
+    report: dict = {"command": "python -m scripts.foreign_models " + " ".join(sys.argv[1:] if argv is None else argv),
                     "calibration_faces": args.calibration, "check_faces": len(images), "threads": args.threads,
                     "torch": torch.__version__, "models": {}}
     failed = False
