@@ -4,7 +4,7 @@ import os
 import shutil
 import subprocess
 import sys
-from dataclasses import replace
+from dataclasses import asdict, replace
 
 import pytest
 import torch
@@ -330,3 +330,199 @@ def test_a_chunk_is_keyed_by_what_changes_it_only():
     assert BenchmarkSettings(n=40, counterfactual=CounterfactualConfig(margin=1.0)).fingerprint(inputs) != \
         base.fingerprint(inputs)
     assert base.fingerprint({"fp32": "abd"}) != base.fingerprint(inputs)
+
+
+# --- issue 26: direction apart from zero-length recourses, stops, floors, statistics -------
+
+def test_zero_length_recourses_are_counted_apart_not_folded_into_dirsim():
+    from recourse.benchmark.rows import _resampled, paired_difference, proportion_intervals, ratio_terms, summary_values
+
+    records = [_record(0, True, 0.1, True, True, 0.1, 1.0), _record(1, True, 0.1, True, True, 0.1, 0.8),
+               _record(2, True, 0.1, True, True, 0.0, 0.0),  # the student decides t at x: its edit is zero
+               _record(3, False, 0.1, True, True, 0.0, 0.0)]  # not in B
+    columns = record_columns(records, "g")
+    values = summary_values(columns)
+    assert values["dirsim"] == pytest.approx(100 * 1.8 / 3)  # the committed convention: cos = 0 in the mean
+    assert values["dirsim_moved"] == pytest.approx(100 * 1.8 / 2) and values["zero_edits"] == pytest.approx(100 / 3)
+    once = _resampled(ratio_terms(columns), torch.ones(1, 4, dtype=torch.float64))
+    assert float(once["dirsim_moved"][0]) == pytest.approx(90.0) and float(once["zero_edits"][0]) == pytest.approx(100 / 3)
+    assert proportion_intervals(columns)["zero_edits"]["count"] == 1 and proportion_intervals(columns)["zero_edits"]["n"] == 3
+    # paired: DirSim over the tasks where both edits moved, the zero-length share over both B
+    for record, (cost, cosine) in zip(records, [(0.1, 0.5), (0.0, 0.0), (0.1, 0.9), (0.1, 0.9)]):
+        record["students"]["h"] = {**record["students"]["g"], "cost": cost, "cosine": cosine}
+    difference = paired_difference(record_columns(records, "g"), record_columns(records, "h"))
+    assert difference["dirsim_moved"] == pytest.approx(100 * (1.0 - 0.5))  # task 0 only
+    assert difference["zero_edits"] == 0.0  # one zero edit each among the three shared tasks
+
+
+def test_the_student_stop_is_a_setting_and_the_committed_runs_keep_the_twins(monkeypatch):
+    from types import SimpleNamespace
+
+    from recourse.benchmark import tasks
+    from recourse.paths import assets_dir
+
+    asked = []
+
+    def fake_recourse(images, attribute, targets, teacher_counterfactuals, student, config, generator, seeds,
+                      stop_on_decider=True):
+        asked.append(stop_on_decider)
+        n = len(images)
+        return SimpleNamespace(accepts_teacher=torch.ones(n, dtype=torch.bool), valid=torch.ones(n, dtype=torch.bool),
+                               cost=torch.full((n,), 0.1), cosine=torch.ones(n), logit_on_teacher=torch.ones(n),
+                               partial_on_teacher=torch.zeros(n, 2))
+
+    monkeypatch.setattr(tasks, "student_recourse", fake_recourse)
+    images = torch.rand(2, 3, 4, 4)
+    teacher = {"target": torch.ones(2), "counterfactuals": images}
+    for stop, expected in (("decider", True), ("twin", False)):
+        settings = BenchmarkSettings(n=2, attributes=("Smiling",), student_stop=stop)
+        asked.clear()
+        records = tasks.student_part(images, 0, teacher, None, settings, None)
+        assert asked == [expected] and len(records) == 2
+    assert BenchmarkSettings().student_stop == "decider"  # new runs stop where validity is scored
+    with pytest.raises(ValueError, match="student_stop"):
+        BenchmarkSettings(student_stop="guide")
+    # a student's cached part is keyed by its stop, except the committed runs' twin stop (their keys
+    # unchanged); the teacher's part is not keyed by it, nor by the table's statistics
+    assert BenchmarkSettings(student_stop="twin").student_inputs() == {}
+    assert BenchmarkSettings().student_inputs() == {"student_stop": "decider"}
+    inputs = {"fp32": "abc"}
+    assert BenchmarkSettings(student_stop="twin", noise_draws=1, seed_level="resample").fingerprint(inputs) == \
+        BenchmarkSettings().fingerprint(inputs)
+    for name in ("benchmark", "benchmark-second", "benchmark-val-sweep"):
+        record = json.loads((assets_dir() / f"{name}.json").read_text())
+        assert BenchmarkResult.from_dict(record).to_dict() == record  # readable, new fields not added
+        settings = BenchmarkSettings.from_record(record["settings"])
+        assert (settings.student_stop, settings.noise_draws, settings.noise_match_split, settings.seed_level,
+                settings.equivalence_margins) == ("twin", 1, None, "resample", ())
+        written = json.loads(json.dumps(asdict(settings)))
+        assert {k: written[k] for k in record["settings"] if k != "counterfactual"} == \
+            {k: v for k, v in record["settings"].items() if k != "counterfactual"}
+        assert {k: written["counterfactual"][k] for k in record["settings"]["counterfactual"]} == \
+            record["settings"]["counterfactual"]
+
+
+def test_noise_draws_are_matched_each_on_the_given_faces(bright_checkpoint):
+    from recourse.benchmark.run import noise_controls
+    from recourse.controls import noisy_copy
+    from recourse.paired import Student
+
+    teacher = load_classifier(bright_checkpoint)
+    student = noisy_copy(teacher, 0.3, seed=5)
+    matching = (torch.rand(40, 3, 16, 16, generator=torch.Generator().manual_seed(3)) * 255).to(torch.uint8)
+    controls = noise_controls(teacher, {"ptq-int4": Student("ptq-int4", student, student)}, matching, "ptq-int4",
+                              1000, draws=3, matching_split="val")
+    assert list(controls) == ["fp32-noise", "fp32-noise-s1", "fp32-noise-s2"]
+    details = [fact.details for _, fact in controls.values()]
+    assert [d["seed"] for d in details] == [0, 1, 2] and all(d["matching_split"] == "val" for d in details)
+    assert all(d["matching_images"] == 40 and abs(d["agreement_on_matching_images"] - d["target_agreement"]) < 3
+               for d in details)
+    assert len({d["sigma"] for d in details}) == 3  # each draw's own sigma
+    (legacy,) = noise_controls(teacher, {"ptq-int4": Student("ptq-int4", student, student)}, matching, "ptq-int4",
+                               1000).values()
+    assert "matching_split" not in legacy[1].details  # the committed runs' details, so their cache keys
+
+
+def test_a_reference_row_from_any_classifier_folder(bright_checkpoint, tmp_path):
+    from recourse.benchmark.run import reference_rows
+
+    shutil.copytree(bright_checkpoint, tmp_path / "classifier-seed1")
+    ((name, (student, fact, digest)),) = reference_rows((tmp_path / "classifier-seed1",)).items()
+    assert name == "fp32-ref-classifier-seed1" and student.twin is student.decider and student.kind == "twin"
+    from recourse.checkpoints import WEIGHTS_FILE, file_digest
+
+    assert fact.method == "reference" and fact.details["weights_digest"] == digest
+    assert digest == file_digest(bright_checkpoint / WEIGHTS_FILE)  # keys its cached parts
+    base = dict(data=tmp_path, out=tmp_path / "out", variants=("ptq-int4",))
+    with pytest.raises(ValueError, match="distinct"):
+        BenchmarkConfig(**base, reference_models=(tmp_path / "a" / "m", tmp_path / "b" / "m"))
+    with pytest.raises(ValueError, match="variants must be"):
+        BenchmarkConfig(data=tmp_path, out=tmp_path, variants=("fp32-noise-s1",))
+
+
+def _family_records(tasks: int = 60) -> list[dict]:
+    """Students g (3 seeds), the reference ptq-int4, and two noise draws: g rejects more of S."""
+    generator = torch.Generator().manual_seed(7)
+    records = []
+    for i in range(tasks):
+        record = _record(i, True, 0.1, True, True, 0.1, 1.0, attribute=("Smiling", "Bangs")[i % 2])
+        for name, reject in (("g", 0.3), ("g-s1", 0.25), ("g-s2", 0.35), ("ptq-int4", 0.05), ("fp32-noise", 0.0),
+                             ("fp32-noise-s1", 0.0)):
+            accept = bool(torch.rand(1, generator=generator) >= reject)
+            cosine = 0.9 + 0.1 * float(torch.rand(1, generator=generator))
+            record["students"][name] = {**record["students"]["g"], "accepts_teacher": accept, "cosine": cosine,
+                                        "logit": 1.0 if accept else -1.0}
+        records.append(record)
+    return records
+
+
+def test_family_statistics_wilson_tests_equivalence_and_corrected_claims():
+    from recourse.benchmark.rows import claims, family_of, family_rows, seed_draws
+
+    records = _family_records()
+    names = ("g", "g-s1", "g-s2", "ptq-int4", "fp32-noise", "fp32-noise-s1")
+    rows = [_row("fp32", family="fp32"), *(_row(n, family=family_of(n)) for n in names)]
+    settings = BenchmarkSettings(n=60, attributes=("Smiling", "Bangs"), seen_attributes=("Smiling",),
+                                 bootstrap_samples=400)
+    families = {f.family: f for f in family_rows(rows, records, settings)}
+    g, noise = families["g"], families["fp32-noise"]
+    assert noise.variants == ("fp32-noise", "fp32-noise-s1")
+    # zero rejections by the noise draws: the bootstrap interval is [0, 0], Wilson's is not
+    assert noise.metrics["all"]["vd"]["high"] == 0.0
+    assert noise.wilson["all"]["vd"][0] == 0.0 and noise.wilson["all"]["vd"][1] == pytest.approx(
+        100 * 1.959964 ** 2 / (60 + 1.959964 ** 2), rel=1e-5)
+    # g rejects ~30% of S against ptq-int4's ~5%: a clear difference, small p
+    test = g.tests["ptq-int4"]["all"]["vd"]
+    assert test["p"] < 0.01 and test["se"] > 0 and test["score_interval"][0] > 0
+    assert g.paired["ptq-int4"]["all"]["vd"][0] > 15
+    # TOST against the floor: g's VD is 30 points off the noise draws, not within the 2-point margin
+    assert not g.equivalence["fp32-noise"]["all"]["vd"]["equivalent"]
+    assert g.equivalence["fp32-noise"]["all"]["vd"]["margin"] == 2.0
+    assert "fp32-noise" not in noise.equivalence  # a floor is not tested against itself
+    found = claims(list(families.values()))
+    # every family against ptq-int4 (g, the noise draws), every group and metric: one family of claims
+    assert len(found) == 2 * 3 * len(RECOURSE_METRICS)
+    tested = [c for c in found if c.p == c.p]
+    smallest = min(tested, key=lambda c: c.p)
+    assert smallest.p_holm == pytest.approx(min(1.0, len(tested) * smallest.p))  # Holm's first step
+    assert all(c.p <= c.p_bh <= c.p_holm for c in tested)
+    g_vd = next(c for c in found if (c.family, c.group, c.metric) == ("g", "all", "vd"))
+    assert g_vd.p == test["p"] and g_vd.difference == g.paired["ptq-int4"]["all"]["vd"][0]
+    # the parametric seed level is continuous: far more than the 10 distinct draws of resampling 3 seeds
+    seeds = [record_columns(records, n) for n in ("g", "g-s1", "g-s2")]
+    parametric = seed_draws(seeds, samples=300, seed_level="parametric")["vd"]
+    resampled = seed_draws([seeds[0]] * 3, samples=300, seed_level="resample")["vd"]
+    assert len(set(parametric)) == 300 and len(set(resampled)) < 300
+    legacy = BenchmarkSettings(n=60, attributes=("Smiling", "Bangs"), seen_attributes=("Smiling",),
+                               bootstrap_samples=400, seed_level="resample", equivalence_margins=())
+    old = {f.family: f for f in family_rows(rows, records, legacy)}
+    assert old["g"].equivalence == {} and old["g"].metrics["all"]["vd"]["mean"] == g.metrics["all"]["vd"]["mean"]
+
+
+def test_a_result_with_claims_reads_back():
+    from recourse.benchmark.rows import Claim
+
+    claim = Claim("g", "ptq-int4", "all", "vd", 3.0, 1.0, 5.0, 0.01, 0.04, float("nan"))
+    result = BenchmarkResult(date="2026-12-02", command="c", split="test", n=1, attributes=("Smiling",),
+                             accuracy_images=1, processes=1, seconds=1.0, settings={}, rows=(_row("fp32"),),
+                             claims=(claim,))
+    record = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert record["claims"][0]["p_bh"] is None and "proportions" not in record["rows"][0]
+    again = BenchmarkResult.from_dict(record).claims[0]
+    assert again.p_holm == 0.04 and math.isnan(again.p_bh) and again.holds() and not again.holds(correction="bh")
+
+
+def test_power_script_prints_the_tasks_a_stated_claim_needs(capsys, tmp_path):
+    from recourse.benchmark.statistics import pairs_for_mean_difference, pairs_for_paired_proportions
+    from scripts import power
+
+    assert power.main(["--proportion", "fa", "10", "20", "0.5", "20", "--mean", "dirsim", "1.0", "2.0", "1.0",
+                       "--json", str(tmp_path / "power.json")]) == 0
+    table = json.loads((tmp_path / "power.json").read_text())["claims"]
+    units = pairs_for_paired_proportions(-0.1, 0.2)
+    assert (table[0]["units"], table[0]["tasks"]) == (units, math.ceil(units / 0.5))
+    assert table[1]["units"] == table[1]["tasks"] == pairs_for_mean_difference(1.0, 2.0)
+    assert f"| fa | proportion | -10 | discordance 20.0% | {units:,} |" in capsys.readouterr().out
+    assert power.main(["--family-size", "10", "--mean", "d", "1", "2", "1", "--json", str(tmp_path / "p.json")]) == 0
+    assert json.loads((tmp_path / "p.json").read_text())["claims"][0]["units"] == \
+        pairs_for_mean_difference(1.0, 2.0, alpha=0.005)

@@ -3,6 +3,7 @@ intervals, the seen/held-out attribute groups and paired differences on shared t
 
 from __future__ import annotations
 
+import math
 import re
 import statistics
 import time
@@ -265,9 +266,25 @@ def seed_draws(seeds: list[RecourseColumns], references: list[RecourseColumns] |
     metric on all tasks). With ``references``, of the paired difference, seed ``k`` against
     reference seed ``k`` (or the only one), on shared tasks."""
     generator = torch.Generator().manual_seed(seed)
-    tasks = len(seeds[0])
-    if tasks == 0:
+    if len(seeds[0]) == 0:
         return {m: [] for m in RECOURSE_METRICS}
+    means, point = _task_level(seeds, references, samples, generator, seed_level, task_weights)
+    draws = {}
+    for metric in RECOURSE_METRICS:
+        mean = means[metric]
+        if seed_level == "parametric" and len(seeds) > 1:
+            mean = mean + stats.seed_level_draws([p[metric] for p in point], samples, generator)
+        draws[metric] = mean[torch.isfinite(mean)].tolist()
+    return draws
+
+
+def _task_level(seeds: list[RecourseColumns], references: list[RecourseColumns] | None, samples: int,
+                generator: torch.Generator, seed_level: str, task_weights: str
+                ) -> tuple[dict[str, torch.Tensor], list[dict[str, float]]]:
+    """Per metric, ``(samples,)`` draws of the mean over seeds with the tasks resampled (and,
+    for ``resample``, the seeds too; NaN where no seed's value is defined), and each seed's
+    value on all tasks."""
+    tasks = len(seeds[0])
     resample = seed_level == "resample" and len(seeds) > 1
     # drawn in this order so that the committed runs' intervals are reproduced exactly
     chosen = torch.randint(len(seeds), (samples, len(seeds)), generator=generator) if resample \
@@ -288,24 +305,54 @@ def seed_draws(seeds: list[RecourseColumns], references: list[RecourseColumns] |
         a, b = (_resampled(_shared_terms(side, shared, both_moved), counts) for side in (mine, theirs))
         per_seed.append({metric: a[metric] - b[metric] for metric in RECOURSE_METRICS})
         point.append(paired_difference(mine, theirs))
-    draws = {}
+    means = {}
     for metric in RECOURSE_METRICS:
         table = torch.stack([values[metric] for values in per_seed], dim=1)  # (samples, seeds)
         picked = table.gather(1, chosen)
         finite = torch.isfinite(picked)
         mean = torch.where(finite, picked, torch.zeros_like(picked)).sum(1) / finite.sum(1).clamp_min(1)
-        if seed_level == "parametric" and len(seeds) > 1:
-            mean = mean + stats.seed_level_draws([p[metric] for p in point], samples, generator)
-        draws[metric] = mean[finite.any(1)].tolist()
-    return draws
+        means[metric] = torch.where(finite.any(1), mean, torch.full_like(mean, float("nan")))
+    return means, point
 
 
-def _draw_tests(difference: float, draws: list[float]) -> dict[str, float]:
-    """The p-value of a paired difference from its bootstrap draws: normal, with the draws'
-    sd as standard error (a percentile p bottoms out at 1/samples, too coarse for a family
-    correction over hundreds of claims)."""
-    se = float(torch.tensor(draws, dtype=torch.float64).std()) if len(draws) > 1 else float("nan")
-    return {"p": stats.normal_p_value(difference, se), "se": se}
+@dataclass(frozen=True)
+class PairedTest:
+    """A paired difference's standard error and degrees of freedom, from the bootstrap over
+    tasks (all seeds, normal) and the seeds' spread ``s²/k`` (t with ``k − 1``), combined by
+    Satterthwaite. Not the sd of the parametric draws: with 3 seeds their t₂ tail has no
+    variance."""
+
+    difference: float
+    standard_error: float
+    df: float
+
+    @property
+    def p(self) -> float:
+        if not (math.isfinite(self.difference) and math.isfinite(self.standard_error)):
+            return float("nan")
+        if self.standard_error <= 0:
+            return 1.0 if self.difference == 0 else 0.0
+        return 2.0 * (1.0 - stats.student_t_cdf(abs(self.difference) / self.standard_error, self.df))
+
+    def tost(self, margin: float) -> stats.Equivalence:
+        return stats.tost(self.difference, self.standard_error, margin, self.df)
+
+
+def paired_tests(seeds: list[RecourseColumns], references: list[RecourseColumns], samples: int,
+                 task_weights: str = "multinomial", seed: int = 1) -> dict[str, PairedTest]:
+    """:class:`PairedTest` of each metric's mean paired difference over seeds."""
+    generator = torch.Generator().manual_seed(seed)
+    means, point = _task_level(seeds, references, samples, generator, "parametric", task_weights)
+    tests = {}
+    for metric in RECOURSE_METRICS:
+        draws = means[metric][torch.isfinite(means[metric])]
+        task_variance = float(draws.var()) if len(draws) > 1 else float("nan")
+        values = [p[metric] for p in point if math.isfinite(p[metric])]
+        seed_variance = statistics.variance(values) / len(values) if len(values) > 1 else 0.0
+        total = task_variance + seed_variance
+        df = total * total / (seed_variance * seed_variance / (len(values) - 1)) if seed_variance > 0 else math.inf
+        tests[metric] = PairedTest(_mean(values), math.sqrt(total) if total == total else float("nan"), df)
+    return tests
 
 
 def proportion_counts(columns: RecourseColumns) -> dict[str, tuple[float, float]]:
@@ -496,19 +543,18 @@ def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: Benchma
                     continue
                 theirs = [columns[row.method].select(mask) for row in members[reference]]
                 differences = [paired_difference(mine, theirs[k % len(theirs)]) for k, mine in enumerate(seeds)]
-                draws = seed_draws(seeds, theirs, settings.bootstrap_samples, **levels)
-                bounds = _percentiles(draws, 0.95)
+                bounds = seed_bootstrap(seeds, theirs, settings.bootstrap_samples, **levels)
                 means = {m: _mean([d[m] for d in differences]) for m in RECOURSE_METRICS}
+                tested = paired_tests(seeds, theirs, settings.bootstrap_samples, settings.task_weights)
                 if reference in PAIRED_REFERENCES:
                     paired.setdefault(reference, {})[group] = {m: [means[m], *bounds[m]] for m in RECOURSE_METRICS}
                     scores = score_intervals(seeds, theirs)
                     tests.setdefault(reference, {})[group] = {
-                        m: {**_draw_tests(means[m], draws[m]), **({"score_interval": scores[m]} if m in scores else {})}
-                        for m in RECOURSE_METRICS}
+                        m: {"p": tested[m].p, "se": tested[m].standard_error, "df": tested[m].df,
+                            **({"score_interval": scores[m]} if m in scores else {})} for m in RECOURSE_METRICS}
                 if reference in floors:
                     equivalence.setdefault(reference, {})[group] = {
-                        m: stats.tost(means[m], _draw_tests(means[m], draws[m])["se"], margin).to_dict()
-                        for m, margin in margins.items()}
+                        m: tested[m].tost(margin).to_dict() for m, margin in margins.items()}
         result.append(FamilyRow(
             family=family, variants=tuple(r.method for r in family_members), compression=family_members[0].compression,
             bits_per_weight=_mean([r.bits_per_weight for r in family_members]),

@@ -202,10 +202,10 @@ def reference_rows(folders: tuple[Path, ...]) -> dict[str, tuple[Student, Varian
     rows = {}
     for folder in map(Path, folders):
         model = load_classifier(folder)
-        details = {"checkpoint": shown(folder), "weights_sha256": file_digest(folder / WEIGHTS_FILE)}
+        details = {"checkpoint": shown(folder), "weights_digest": file_digest(folder / WEIGHTS_FILE)}
         rows[reference_name(folder)] = (Student(reference_name(folder), model, model),
                                         VariantFacts(False, 32.0, 0.0, folder_bytes(folder), details, "reference"),
-                                        details["weights_sha256"])
+                                        details["weights_digest"])
     return rows
 
 
