@@ -186,12 +186,17 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     from recourse.progress import stage_bars
     from recourse.generation import load_generator
     from recourse.generation.quality import evaluate_counterfactual_quality
+    from recourse.instruments.identity import face_descriptor
     from recourse.render.text import quality_lines
 
     config = _counterfactual_config(args)
     classifier = load_classifier(_model_dir(args, args.classifier))
     oracle = load_classifier(_model_dir(args, args.oracle, "oracle"))
     judge = load_classifier(_model_dir(args, args.judge, "judge"))
+    strong = Path(args.strong_judge) if args.strong_judge else strong_judge_dir()
+    strong_judge = load_classifier(strong) if strong.is_dir() else None  # not trained yet: left out, and said
+    if strong_judge is None:
+        print(f"no stronger judge at {shown(strong)}: its FR is left out")
     generator = load_generator(args.generator)
     images = load_images(args, args.split, classifier.config.resolution)
     subset = images.images[: args.n]
@@ -199,7 +204,9 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     started = time.time()
     report = evaluate_counterfactual_quality(
         subset, images.images, classifier, oracle, generator, tuple(args.attributes), config,
-        progress=lambda attribute, done, total: bars(f"counterfactuals {attribute}", done, total), judge=judge)
+        progress=lambda attribute, done, total: bars(f"counterfactuals {attribute}", done, total), judge=judge,
+        identity=None if args.no_identity else face_descriptor(), reference_labels=images.labels,
+        strong_judge=strong_judge)
     output = {"command": _command_line(args), "data": str(args.data), "split": args.split, "n": len(subset),
               "generator": str(args.generator), "seconds": round(time.time() - started, 1),
               "threads": torch.get_num_threads(), **report.to_dict()}
@@ -506,6 +513,8 @@ def build_parser() -> argparse.ArgumentParser:
     quality.add_argument("--classifier", help="guiding classifier (default checkpoints/classifier)")
     quality.add_argument("--oracle", help="judging classifier (default checkpoints/oracle)")
     quality.add_argument("--judge", help="adversarially robust judge (default checkpoints/judge)")
+    quality.add_argument("--strong-judge", help="the stronger robust judge (default checkpoints/strong-judge, if trained)")
+    quality.add_argument("--no-identity", action="store_true", help="leave out FVA and FS (dlib's face descriptor)")
     quality.add_argument("--json", help="write the report here")
     quality.set_defaults(run=command_evaluate_counterfactuals)
 

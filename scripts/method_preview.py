@@ -23,7 +23,7 @@ import torch
 
 from recourse.checkpoints import load_classifier
 from recourse.data import attribute_index, load_split, to_float_images
-from recourse.generation import CounterfactualConfig, default_generator
+from recourse.generation import CounterfactualConfig, default_generator, load_generator
 from recourse.metrics import decisions
 from recourse.models import load_judge, load_student, load_teacher
 from recourse.paired import Student, flip_targets, paired_recourse
@@ -56,6 +56,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", required=True)
     parser.add_argument("--method", default="denoised")
+    parser.add_argument("--generator", help="generator folder (default: the committed one)")
     parser.add_argument("--n", type=int, default=16)
     parser.add_argument("--first", type=int, default=0, help="first validation face")
     parser.add_argument("--variant", default="ptq-int4")
@@ -66,10 +67,14 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], help="config fields, name=value")
     parser.add_argument("--sheets", help="folder for the picture strips")
     parser.add_argument("--json")
+    parser.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     args = parser.parse_args()
+    if args.threads:
+        torch.set_num_threads(args.threads)
     config = replace(CounterfactualConfig(), method=args.method, margin=args.margin, **parse_settings(args.set))
     images = to_float_images(load_split(args.data, "val", 64, cache_dir=".cache").images[args.first:args.first + args.n])
-    teacher, judge, generator = load_teacher().eval(), load_judge(), default_generator()
+    teacher, judge = load_teacher().eval(), load_judge()
+    generator = load_generator(args.generator) if args.generator else default_generator()
     students = {args.variant: load_student(args.variant)}
     if args.second:
         second = load_classifier(args.second).eval()

@@ -92,12 +92,13 @@ def test_evaluate_counterfactuals_command_prints_a_missing_group(hq_folder, tmp_
     assert main(["evaluate-counterfactuals", "--data", str(root), "--split", "test", "--n", "3", "--no-cache",
                  "--attributes", one_way, "--classifier", str(tmp_path / "classifier"),
                  "--oracle", str(tmp_path / "oracle"), "--generator", str(tmp_path / "generator"),
-                 "--steps", "4", "--margin", "0", "--json", str(out)]) == 0
+                 "--steps", "4", "--margin", "0", "--strong-judge", str(tmp_path / "none"), "--json", str(out)]) == 0
     row = json.loads(out.read_text(), parse_constant=lambda name: pytest.fail(f"{name} in the JSON"))
     result = row["attributes"][0]
     assert result["attribute"] == one_way and result["n"] == 3
     empty_group = "oracle_flip_rate_to_1" if result["to_target_1"] == 0 else "oracle_flip_rate_to_0"
     assert result[empty_group] is None  # no task with that target: null, not NaN
+    assert result["fva"] is not None and result["strong_judge_flip_rate"] is None  # no stronger judge given
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith(one_way))
     assert "—" in line and "nan" not in line.lower()
 

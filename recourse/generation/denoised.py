@@ -2,7 +2,7 @@
 
 For one face ``x`` and the audited model ``M`` on its own:
 
-1. **Edit through the prior.** Optimise a pixel edit ``δ`` so that ``M`` applied to
+1. **Edit through the prior.** Optimise a smooth edit ``δ`` (a coarse grid, upsampled) so that ``M`` applied to
    ``D(x + δ + σ·ε, σ)`` reaches the target past ``margin + overshoot`` — a fresh, seeded
    ``ε`` at every step (denoised smoothing: ``M`` smoothed by a face denoiser). What is not
    face-like is removed by ``D`` before ``M`` sees it, so ``M``'s own gradient has to make a
@@ -76,12 +76,17 @@ def denoised_edit(image: torch.Tensor, model: nn.Module, index: int, sign: torch
     with torch.no_grad():
         before = torch.sigmoid(model(image))[:, others]
     sigma01 = config.sigma / 2  # the denoiser's σ is in [−1, 1] units, the image in [0, 1]
-    delta = torch.zeros_like(image, requires_grad=True)
-    optimizer = torch.optim.Adam([delta], lr=config.edit_learning_rate)
-    estimate = image
+    # The edit lives on a coarse grid, upsampled smoothly: per-pixel steps become a speckle
+    # larger than the noise the denoiser removes, which it then passes through.
+    coarse = torch.zeros(1, 3, config.edit_resolution, config.edit_resolution, requires_grad=True)
+    optimizer = torch.optim.Adam([coarse], lr=config.edit_learning_rate)
+
+    def upsampled() -> torch.Tensor:
+        return F.interpolate(coarse, size=image.shape[-2:], mode="bilinear", align_corners=False)
+
     for step in range(config.edit_steps):
         noise = _noise(seed, step, tuple(image.shape))
-        estimate = denoiser((image + delta).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
+        estimate = denoiser((image + upsampled()).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
         logits = model(estimate)
         loss = (F.softplus(config.margin + config.overshoot - sign * logits[:, index])
                 + config.preserve_weight * F.binary_cross_entropy_with_logits(logits[:, others], before)
@@ -91,7 +96,7 @@ def denoised_edit(image: torch.Tensor, model: nn.Module, index: int, sign: torch
         optimizer.step()
     with torch.no_grad():
         noise = _noise(seed, config.edit_steps, tuple(image.shape))
-        edited = denoiser((image + delta).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
+        edited = denoiser((image + upsampled()).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
         reference = denoiser(image + sigma01 * noise, config.sigma).clamp(0, 1)
     mask = change_mask(edited, reference, config.mask_threshold, config.mask_dilation)
     return inpaint(denoiser, edited, image, mask, config.inpaint_sigma, config.inpaint_steps, seed), mask

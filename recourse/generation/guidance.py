@@ -72,6 +72,7 @@ class CounterfactualConfig:
     sigma: float = 0.25  # noise level of denoised smoothing
     edit_steps: int = 24  # optimiser steps on the edit
     edit_learning_rate: float = 0.01  # Adam's step, [0, 1] pixel units
+    edit_resolution: int = 16  # the edit's grid, upsampled to the image
     overshoot: float = 2.0  # the edit aims this far past the margin; the stop then finds the margin
     mask_threshold: float = 0.03  # mean channel change that counts as edited, [0, 1] units
     mask_dilation: int = 3  # pixels the mask grows by
@@ -95,6 +96,7 @@ class CounterfactualConfig:
         check_float("sigma", self.sigma, 0.001, 10.0)
         check_int("edit_steps", self.edit_steps, 0, MAX_STEPS)
         check_float("edit_learning_rate", self.edit_learning_rate, 0.0, 1.0)
+        check_int("edit_resolution", self.edit_resolution, 1, 1024)
         check_float("overshoot", self.overshoot, 0.0, MAX_MARGIN)
         check_float("mask_threshold", self.mask_threshold, 0.0, 1.0)
         check_int("mask_dilation", self.mask_dilation, 0, 32)

@@ -54,6 +54,8 @@ class AttributeQuality:
     realism_kid: float | None = None  # … and KID
     floor_fd: float | None = None  # FD of a disjoint real set of the same size and targets against them
     floor_kid: float | None = None  # … and KID
+    strong_judge_flip_rate: float | None = None  # real flips seen by the stronger (radius-3) judge
+    strong_judge_agreed: int | None = None  # tasks that FR is counted on
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,7 @@ def evaluate_counterfactual_quality(
     judge: nn.Module | None = None,
     identity: FaceDescriptor | None = None,
     reference_labels: np.ndarray | None = None,
+    strong_judge: nn.Module | None = None,
 ) -> QualityReport:
     """Counterfactuals of ``uint8 (N, 3, H, W)`` images flipping each attribute's decision.
 
@@ -126,6 +129,8 @@ def evaluate_counterfactual_quality(
     if judge is not None:
         judge.eval()
         judge_before = decisions(predict_logits(judge, images))
+    if strong_judge is not None:
+        strong_before = decisions(predict_logits(strong_judge.eval(), images))
     original_descriptors = identity(x) if identity is not None else None
     if reference_labels is not None:
         # An edit that changed little must not be compared with its own original.
@@ -154,14 +159,23 @@ def evaluate_counterfactual_quality(
         judged = judge_before[:, index] != targets if judge is not None else torch.zeros(0)
         counterfactual_features = oracle_features(oracle, counterfactuals)
         extras = {}
+        if strong_judge is not None:
+            with torch.no_grad():
+                strong_after = decisions(strong_judge(counterfactuals))
+            extras.update(strong_judge_flip_rate=real_flip_rate(strong_before[:, index], strong_after[:, index], targets),
+                          strong_judge_agreed=int((strong_before[:, index] != targets).sum()))
         if identity is not None:
             kept = identity_result(original_descriptors, identity(counterfactuals))
             extras.update(fva=kept.fva, fs=kept.fs)
         if reference_labels is not None:
-            realism = realism_with_floor(counterfactual_features, targets.numpy(), reference_features[torch.as_tensor(real_pool)],
-                                         np.asarray(reference_labels)[real_pool, index])
-            extras.update(realism_n=realism.n, realism_fd=realism.fd, realism_kid=realism.kid,
-                          floor_fd=realism.floor_fd, floor_kid=realism.floor_kid)
+            try:
+                realism = realism_with_floor(counterfactual_features, targets.numpy(),
+                                             reference_features[torch.as_tensor(real_pool)],
+                                             np.asarray(reference_labels)[real_pool, index])
+                extras.update(realism_n=realism.n, realism_fd=realism.fd, realism_kid=realism.kid,
+                              floor_fd=realism.floor_fd, floor_kid=realism.floor_kid)
+            except ValueError:
+                pass  # too few real faces with the target attribute to compare: the fields stay None
         results.append(AttributeQuality(
             attribute=attribute, n=len(x),
             flip_rate=round(flip_rate(classifier_after[:, index], targets), 2),

@@ -28,6 +28,16 @@ def quality_lines(report: QualityReport) -> list[str]:
         lines.append(f"{r.attribute:19s} {r.flip_rate:6.1f} {_rate(r.judge_flip_rate, 10)} {_rate(r.oracle_flip_rate, 11)} "
                      f"{_rate(r.oracle_flip_rate_to_1, 7)} / {_rate(r.oracle_flip_rate_to_0, 5)} {r.mnac:6.2f} "
                      f"{r.proximity:9.4f} {r.oracle_fd:9.2f} {r.median_seconds:6.3f}")
+    instruments = [r for r in report.results if r.fva is not None or r.realism_fd is not None
+                   or r.strong_judge_flip_rate is not None]
+    if instruments:
+        lines.append(f"{'attribute':19s} {'strong judge FR %':>17s} {'FVA %':>6s} {'FS':>6s} "
+                     f"{'FD (real floor)':>17s} {'KID (real floor)':>19s}")
+    for r in instruments:
+        fd = "-" if r.realism_fd is None else f"{r.realism_fd:.2f} ({r.floor_fd:.2f})"
+        kid = "-" if r.realism_kid is None else f"{r.realism_kid:.4f} ({r.floor_kid:.4f})"
+        lines.append(f"{r.attribute:19s} {_rate(r.strong_judge_flip_rate, 17)} {_rate(r.fva, 6)} "
+                     f"{'-' if r.fs is None else f'{r.fs:.3f}':>6s} {fd:>17s} {kid:>19s}")
     return lines
 
 
