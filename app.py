@@ -452,7 +452,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
             with gr.Row(equal_height=False):
                 with gr.Column(scale=2, min_width=300):
                     gallery = gr.Gallery(gallery_faces(), label="Gallery: generated faces and a public-domain photo",
-                                         columns=6, rows=1, height="auto", allow_preview=False, elem_id="gallery")
+                                         columns=6, rows=1, height=160, allow_preview=False, elem_id="gallery")
                     with gr.Row(equal_height=True):
                         upload = UploadedImage(label="…or upload a photo (the face is found and aligned)",
                                                type="filepath", sources=["upload"], height=110, buttons=[], elem_id="upload", scale=3,
@@ -540,7 +540,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                 cancel = gr.Button("Cancel")
             scan_status = gr.Markdown(label="Ranking status")
             thumbnails = gr.Gallery(label="Ranked faces, worst first (click to audit)", columns=8, rows=1,
-                                    height="auto", allow_preview=False, elem_id="ranked")
+                                    height=180, allow_preview=False, elem_id="ranked")
             ranking = gr.Dataframe(headers=["rank", "file", "target", "divergence", "V_f(x'_f)", "V_g(x'_f)",
                                             "V_g(x'_g)", "CRG_i", "DirSim_i", "judge sees x'_f", "judge sees x'_g"],
                                    interactive=False, label="Ranking")
