@@ -82,8 +82,13 @@ def resolve_card(source: str | os.PathLike, *, revision: str | None = None, cach
     if match is None:
         raise CardError(f"{text}: neither a card file, a folder holding {' or '.join(CARD_NAMES)}, nor a "
                         "Hugging Face hub id (owner/name or hf:owner/name@revision)")
-    return download_card(match.group(1), revision=revision or match.group(2), cache_dir=cache_dir,
-                         local_files_only=local_files_only)
+    try:
+        return download_card(match.group(1), revision=revision or match.group(2), cache_dir=cache_dir,
+                             local_files_only=local_files_only)
+    except ForeignModelError as error:
+        if text.startswith("hf:"):
+            raise
+        raise ForeignModelError(f"{text}: no such local file or folder; {error}") from None
 
 
 def download_card(repo_id: str, *, revision: str | None = None, cache_dir: str | os.PathLike | None = None,
