@@ -488,6 +488,11 @@ def test_family_statistics_wilson_tests_equivalence_and_corrected_claims():
     assert all(c.p <= c.p_bh <= c.p_holm for c in tested)
     g_vd = next(c for c in found if (c.family, c.group, c.metric) == ("g", "all", "vd"))
     assert g_vd.p == test["p"] and g_vd.difference == g.paired["ptq-int4"]["all"]["vd"][0]
+    assert g_vd.low < g_vd.difference < g_vd.high and [g_vd.low, g_vd.high] == test["interval"]
+    # no partial edit is accepted by either side: the bootstrap's se is 0, Newcombe's floor is not,
+    # so TOST does not call a difference of 0 on 60 tasks certain
+    fa = g.equivalence["fp32-noise"]["all"]["fa_75"]
+    assert fa["estimate"] == 0.0 and fa["standard_error"] > 0 and fa["p"] > 0
     # the parametric seed level is continuous: far more than the 10 distinct draws of resampling 3 seeds
     seeds = [record_columns(records, n) for n in ("g", "g-s1", "g-s2")]
     parametric = seed_draws(seeds, samples=300, seed_level="parametric")["vd"]

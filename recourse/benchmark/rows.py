@@ -337,6 +337,23 @@ class PairedTest:
     def tost(self, margin: float) -> stats.Equivalence:
         return stats.tost(self.difference, self.standard_error, margin, self.df)
 
+    def interval(self, level: float = 0.95) -> list[float]:
+        """The interval this test inverts: ``difference ± t_{df} · se``."""
+        if not math.isfinite(self.standard_error):
+            return [float("nan")] * 2
+        half = stats.student_t_quantile(0.5 + level / 2, self.df) * self.standard_error
+        return [self.difference - half, self.difference + half]
+
+    def at_least(self, score_interval: list[float]) -> "PairedTest":
+        """With the standard error no smaller than Newcombe's score interval implies: where
+        the two models never differ on the tasks the bootstrap's is 0, and a TOST or p-value
+        would then claim certainty that the number of tasks does not give."""
+        low, high = score_interval
+        floor = (high - low) / (2 * stats.normal_quantile(0.975)) if math.isfinite(high - low) else 0.0
+        if not floor > self.standard_error:
+            return self
+        return PairedTest(self.difference, floor, math.inf)
+
 
 def paired_tests(seeds: list[RecourseColumns], references: list[RecourseColumns], samples: int,
                  task_weights: str = "multinomial", seed: int = 1) -> dict[str, PairedTest]:
@@ -546,11 +563,13 @@ def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: Benchma
                 bounds = seed_bootstrap(seeds, theirs, settings.bootstrap_samples, **levels)
                 means = {m: _mean([d[m] for d in differences]) for m in RECOURSE_METRICS}
                 tested = paired_tests(seeds, theirs, settings.bootstrap_samples, settings.task_weights)
+                scores = score_intervals(seeds, theirs)
+                tested = {m: t.at_least(scores[m]) if m in scores else t for m, t in tested.items()}
                 if reference in PAIRED_REFERENCES:
                     paired.setdefault(reference, {})[group] = {m: [means[m], *bounds[m]] for m in RECOURSE_METRICS}
-                    scores = score_intervals(seeds, theirs)
                     tests.setdefault(reference, {})[group] = {
                         m: {"p": tested[m].p, "se": tested[m].standard_error, "df": tested[m].df,
+                            "interval": tested[m].interval(),
                             **({"score_interval": scores[m]} if m in scores else {})} for m in RECOURSE_METRICS}
                 if reference in floors:
                     equivalence.setdefault(reference, {})[group] = {
@@ -573,11 +592,18 @@ def claims(families: list[FamilyRow]) -> list[Claim]:
         for reference, groups in family.tests.items():
             for group, metrics in groups.items():
                 for metric, test in metrics.items():
-                    difference, low, high = family.paired[reference][group][metric]
-                    found.append((family.family, reference, group, metric, difference, low, high, test["p"]))
+                    # the interval the test inverts, so a claim's interval and its p agree
+                    difference = family.paired[reference][group][metric][0]
+                    low, high = test["interval"]
+                    found.append((family.family, reference, group, metric, difference, _number(low), _number(high),
+                                  test["p"]))
     p_values = [entry[-1] for entry in found]
     return [Claim(*entry, p_holm=h, p_bh=q)
             for entry, h, q in zip(found, stats.holm(p_values), stats.benjamini_hochberg(p_values))]
+
+
+def _number(value: float | None) -> float:
+    return float("nan") if value is None else value
 
 
 def _mean(values: list[float]) -> float:
