@@ -97,11 +97,15 @@ def quantize_program_pt2e(model: nn.Module, example: torch.Tensor,
     """torchao's pt2e post-training int8 quantization (X86InductorQuantizer, default config),
     calibrated on ``calibration`` batches; returns the converted model exported again as a
     program (q/dq ops in the graph) with a dynamic batch dimension."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
-        from torchao.quantization.pt2e.quantizer.x86_inductor_quantizer import (
-            X86InductorQuantizer, get_default_x86_inductor_quantization_config)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            from torchao.quantization.pt2e.quantize_pt2e import convert_pt2e, prepare_pt2e
+            from torchao.quantization.pt2e.quantizer.x86_inductor_quantizer import (
+                X86InductorQuantizer, get_default_x86_inductor_quantization_config)
+    except ImportError as error:
+        raise ImportError(f"torchao's pt2e flow is needed to quantize a program ({error}); install it with "
+                          "pip install \".[export]\" (torchao 0.18)") from None
 
     quantizer = X86InductorQuantizer()
     quantizer.set_global(get_default_x86_inductor_quantization_config())
