@@ -531,3 +531,27 @@ def test_power_script_prints_the_tasks_a_stated_claim_needs(capsys, tmp_path):
     assert power.main(["--family-size", "10", "--mean", "d", "1", "2", "1", "--json", str(tmp_path / "p.json")]) == 0
     assert json.loads((tmp_path / "p.json").read_text())["claims"][0]["units"] == \
         pairs_for_mean_difference(1.0, 2.0, alpha=0.005)
+
+
+def test_the_statistics_report_draws_new_runs_and_says_what_old_ones_lack():
+    from recourse.benchmark.rows import claims, family_of, family_rows
+    from recourse.paths import assets_dir
+    from recourse.render.claims import statistics_report
+
+    old = statistics_report(BenchmarkResult.from_dict(json.loads((assets_dir() / "benchmark.json").read_text())))
+    assert "(this run has no corrected claims)" in old and "(this run has no equivalence tests)" in old
+    records = _family_records(20)
+    names = ("g", "g-s1", "ptq-int4", "fp32-noise")
+    rows = [_row("fp32", family="fp32"), *(_row(n, family=family_of(n)) for n in names)]
+    settings = BenchmarkSettings(n=20, attributes=("Smiling", "Bangs"), seen_attributes=("Smiling",),
+                                 bootstrap_samples=50)
+    families = family_rows(rows, records, settings)
+    result = BenchmarkResult(date="d", command="c", split="test", n=20, attributes=("Smiling", "Bangs"),
+                             accuracy_images=1, processes=1, seconds=1.0,
+                             settings=json.loads(json.dumps(asdict(settings))), rows=tuple(rows),
+                             families=tuple(families), claims=tuple(claims(families)))
+    record = json.loads(json.dumps(result.to_dict(), allow_nan=False))
+    assert BenchmarkResult.from_dict(record).to_dict() == record
+    report = statistics_report(BenchmarkResult.from_dict(record))
+    assert "| fp32-noise (floor) | 1 |" in report and "| g − fp32-noise | VD |" in report
+    assert f"{len(result.claims)} paired differences tested" in report
