@@ -452,10 +452,10 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
             with gr.Row(equal_height=False):
                 with gr.Column(scale=2, min_width=300):
                     gallery = gr.Gallery(gallery_faces(), label="Gallery: generated faces and a public-domain photo",
-                                         columns=6, rows=1, height=160, allow_preview=False, elem_id="gallery")
+                                         columns=6, rows=1, height=150, allow_preview=False, elem_id="gallery")
                     with gr.Row(equal_height=True):
                         upload = UploadedImage(label="…or upload a photo (the face is found and aligned)",
-                                               type="filepath", sources=["upload"], height=110, buttons=[], elem_id="upload", scale=3,
+                                               type="filepath", sources=["upload"], height=90, buttons=[], elem_id="upload", scale=3,
                                           min_width=160)
                         with gr.Column(scale=1, min_width=90):
                             gr.Examples([[str(EXAMPLE_PHOTO)]], inputs=[upload], label="Example")
@@ -464,9 +464,9 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                         attribute = Choice(list(ATTRIBUTES), value="Smiling", label="Attribute", min_width=140)
                     with gr.Row():
                         target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
-                                        min_width=250)  # its choices read whole; the margin wraps below
+                                        min_width=400)  # a row of its own: its choices read whole
                         margin = gr.Slider(0, MAX_MARGIN, value=DEFAULTS.margin, step=0.25, elem_id="margin",
-                                           min_width=140, label="Margin (logits; 0 = minimal recourse)")
+                                           min_width=400, label="Margin (logits; 0 = minimal recourse)")
                     with gr.Accordion("Generator settings", open=False):
                         steps = gr.Slider(10, MAX_STEPS, value=DEFAULTS.finish_steps, step=10,
                                           label="Most editing steps")
