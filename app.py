@@ -467,6 +467,8 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                                         min_width=400)  # a row of its own: its choices read whole
                         margin = gr.Slider(0, MAX_MARGIN, value=DEFAULTS.margin, step=0.25, elem_id="margin",
                                            min_width=400, label="Margin (logits; 0 = minimal recourse)")
+                    # the button above the folded settings: it stays on a 1280×800 first screen
+                    run = gr.Button("Audit", variant="primary", elem_id="run-audit")
                     with gr.Accordion("Generator settings", open=False):
                         steps = gr.Slider(10, MAX_STEPS, value=DEFAULTS.finish_steps, step=10,
                                           label="Most editing steps")
@@ -476,7 +478,6 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                                          label="Seed (only for the optional diffusion stage, off here)")
                         if PUBLIC:
                             gr.Markdown(BUDGET_NOTE, elem_id="budget")
-                    run = gr.Button("Audit", variant="primary", elem_id="run-audit")
                 with gr.Column(scale=3, min_width=300):
                     status = gr.Markdown("Choose a face and press **Audit**.", label="Status", elem_id="status")
                     verdict = gr.Markdown(label="Verdict", elem_id="verdict")
