@@ -77,7 +77,8 @@ SCAN_SECONDS = 300.0 if PUBLIC else math.inf
 MAX_BODY_BYTES = 2**20
 UPLOAD_QUOTA = (200 if PUBLIC else 10_000) * 2**20
 UPLOAD_WINDOW_S = 600.0
-MAX_QUEUED = 4 if PUBLIC else 1000
+PUBLIC_MAX_QUEUED = 4
+MAX_QUEUED = PUBLIC_MAX_QUEUED if PUBLIC else 1000
 QUEUE_SIZE = 64 if PUBLIC else 256
 # Two heavy requests at a time on two cores; the rest wait in the queue (never dropped).
 HEAVY_CONCURRENCY = int(os.environ.get("RECOURSE_APP_CONCURRENCY", "2"))
@@ -484,9 +485,12 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                     with gr.Row(equal_height=True, elem_classes="faces"):
                         image_options = {"type": "pil", "format": "png", "interactive": False, "buttons": ["download"],
                                          "min_width": 100}
-                        original_view = gr.Image(label="Face x", elem_id="aligned", **image_options)
-                        teacher_cf = gr.Image(label="Full precision x'_f", elem_id="teacher-cf", **image_options)
-                        student_cf = gr.Image(label="Compressed x'_g", elem_id="student-cf", **image_options)
+                        # No download button on the three faces: at 390 px it covers their captions, and
+                        # the audit's download below carries all three.
+                        face_options = {**image_options, "buttons": []}
+                        original_view = gr.Image(label="Face x", elem_id="aligned", **face_options)
+                        teacher_cf = gr.Image(label="Full precision x'_f", elem_id="teacher-cf", **face_options)
+                        student_cf = gr.Image(label="Compressed x'_g", elem_id="student-cf", **face_options)
                     evidence = gr.HTML(label="Probabilities before and after", elem_id="evidence")
                     cards = gr.HTML(label="Per-image values", elem_id="value-cards")
             with gr.Accordion("Where each recourse changes the face", open=False):

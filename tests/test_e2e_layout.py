@@ -43,6 +43,10 @@ def page_of(browser_and_url):
         page.close()
 
 
+def _overlap(a: dict, b: dict) -> bool:
+    return (a["x"] < b["x"] + b["width"] and b["x"] < a["x"] + a["width"]
+            and a["y"] < b["y"] + b["height"] and b["y"] < a["y"] + a["height"])
+
 @pytest.mark.parametrize("size", LAYOUTS)
 def test_the_audit_screen_reads(page_of, size):
     page, url = page_of(size)
@@ -57,7 +61,13 @@ def test_the_audit_screen_reads(page_of, size):
     audit_gallery_face(page, None)  # the page is open: a second load would queue behind the first
     _open_every_accordion(page)
     for selector in ("#aligned", "#teacher-cf", "#student-cf"):  # the faces keep their captions at 390 px
-        assert page.locator(f"{selector} label").first.is_visible(), selector
+        label = page.locator(f"{selector} label").first
+        assert label.is_visible(), selector
+        # no button covers the caption (a download button did at 390 px)
+        caption = label.bounding_box()
+        for button in page.locator(f"{selector} button:not(:has(img))").all():  # the picture is a button too
+            box = button.bounding_box()
+            assert box is None or not _overlap(caption, box), (selector, caption, box)
         assert page.locator(f"{selector} img").evaluate("e => getComputedStyle(e).imageRendering") != "pixelated"
     assert horizontal_overflow(page) == []
     assert clipped_text(page) == []
