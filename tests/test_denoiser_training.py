@@ -8,7 +8,8 @@ import torch
 
 from recourse.generation.denoiser_training import DenoiserTrainConfig, denoising_psnr, train_denoiser
 from recourse.generation.face_denoiser import FaceDenoiser, edm_scalings, psnr
-from recourse.generation.generators import load_face_denoiser, save_face_denoiser
+from recourse.generation.generators import FACE_DENOISER_WEIGHTS, load_face_denoiser, save_face_denoiser
+from safetensors.torch import load_file
 
 TINY = DenoiserTrainConfig(block_out_channels=(32, 32, 32), attention_levels=(False, False, False),
                            batch_size=4, steps=4, eval_every=2, warmup_steps=2)
@@ -42,28 +43,33 @@ def test_training_writes_ema_weights_a_curve_and_resumes(tmp_path):
     assert {"psnr_0.1", "psnr_0.3", "psnr_0.5"} <= set(curve[0])
     record = json.loads((ema / "training.json").read_text())
     assert record["step"] == 4 and record["training_command"] == "test"
-    first = FaceDenoiser.from_pretrained(ema, low_cpu_mem_usage=False)
+    first = load_face_denoiser(ema)
     # resuming continues from step 4 to 6, it does not start again
     train_denoiser(images(), images(4), state, replace(TINY, steps=6))
     curve = [json.loads(line) for line in (state / "curve.jsonl").read_text().splitlines()]
     assert [r["step"] for r in curve] == [2, 4, 6]
-    resumed = FaceDenoiser.from_pretrained(ema, low_cpu_mem_usage=False)
+    resumed = load_face_denoiser(ema)
     assert not torch.equal(first.unet.conv_in.weight, resumed.unet.conv_in.weight)
 
 
 def test_a_run_can_start_from_saved_weights(tmp_path):
     ema = train_denoiser(images(), images(4), tmp_path / "a", TINY)
-    saved = FaceDenoiser.from_pretrained(ema, low_cpu_mem_usage=False)
+    saved = load_face_denoiser(ema)
     train_denoiser(images(), images(4), tmp_path / "b", replace(TINY, steps=1, learning_rate=0.0), init_from=ema)
-    again = FaceDenoiser.from_pretrained(tmp_path / "b" / "ema", low_cpu_mem_usage=False)
+    again = load_face_denoiser(tmp_path / "b" / "ema")
     assert torch.allclose(saved.unet.conv_in.weight, again.unet.conv_in.weight)
 
 
-def test_half_precision_weights_load_as_float_and_denoise(tmp_path):
+def test_eight_bit_weights_load_as_float_and_denoise(tmp_path):
     model = FaceDenoiser(resolution=32, block_out_channels=(32, 32, 32), attention_levels=(False, False, False))
     save_face_denoiser(model, tmp_path / "d")
+    stored = load_file(str(tmp_path / "d" / FACE_DENOISER_WEIGHTS))
+    assert stored["unet.conv_in.weight"].dtype == torch.int8
     loaded = load_face_denoiser(tmp_path / "d")
     assert loaded.unet.conv_in.weight.dtype == torch.float32
+    # one 8-bit step per output channel at most: the codes are the nearest ones
+    scale = stored["unet.conv_in.weight.int8_scale"].view(-1, 1, 1, 1)
+    assert ((loaded.unet.conv_in.weight - model.unet.conv_in.weight).abs() <= scale / 2 + 1e-7).all()
     x = torch.rand(2, 3, 32, 32)
     assert torch.allclose(loaded(x, 0.3), model(x, 0.3), atol=2e-2)
     assert 0 < denoising_psnr(loaded, x, 0.3) < 100

@@ -20,6 +20,7 @@ import torch
 
 from recourse.checkpoints import load_training_state, save_training_state
 from recourse.generation.face_denoiser import FaceDenoiser, denoising_target, psnr
+from recourse.generation.generators import load_face_denoiser, save_face_denoiser
 
 CURVE_FILE = "curve.jsonl"
 EMA_FOLDER = "ema"
@@ -96,7 +97,7 @@ def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: 
     torch.manual_seed(config.seed)
     model = FaceDenoiser(**config.model_kwargs())
     if init_from is not None and not (state_dir / STATE_FILE).is_file():
-        model.load_state_dict(FaceDenoiser.from_pretrained(init_from, low_cpu_mem_usage=False).float().state_dict())
+        model.load_state_dict(load_face_denoiser(init_from).state_dict())  # the committed, 8-bit weights
     ema = copy.deepcopy(model).requires_grad_(False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
     generator = torch.Generator().manual_seed(config.seed)
@@ -121,7 +122,7 @@ def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: 
         save_training_state(state_dir / STATE_FILE, {
             "model": model.state_dict(), "ema": ema.state_dict(), "optimizer": optimizer.state_dict(),
             "generator": generator.get_state(), "step": step, "elapsed": elapsed})
-        ema.save_pretrained(state_dir / EMA_FOLDER)
+        save_face_denoiser(ema, state_dir / EMA_FOLDER)  # the format committed under checkpoints/
         (state_dir / EMA_FOLDER / "training.json").write_text(json.dumps({
             **(metadata or {}), "train_config": asdict(config), "step": step,
             "images_seen": step * config.batch_size, "training_hours": round(elapsed / 3600, 3)}, indent=2) + "\n")

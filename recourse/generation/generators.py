@@ -17,6 +17,7 @@ from typing import Protocol
 
 import torch
 from diffusers import DDIMScheduler, DiffusionPipeline
+from safetensors.torch import load_file, save_file
 from torch import nn
 
 from recourse.checkpoints import load_classifier, save_classifier, write_manifest
@@ -103,13 +104,44 @@ class LatentFaceGenerator:
         return cls(autoencoder, denoiser, scheduler, guide, face_denoiser)
 
 
+FACE_DENOISER_WEIGHTS = "face_denoiser_int8.safetensors"
+_SCALE = ".int8_scale"
+
+
 def save_face_denoiser(denoiser: FaceDenoiser, directory: str | Path) -> None:
-    """Half-precision weights (30 MB instead of 60 MB); loading upcasts."""
-    copy.deepcopy(denoiser).half().save_pretrained(directory)
+    """Its config, and its weights at 8 bits (15 MB instead of 60 MB in float): each weight
+    matrix or kernel as int8 codes with one float scale per output channel (symmetric), the
+    small vectors (biases, norms) in float16. Loading dequantizes to float."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    denoiser.save_config(directory)
+    tensors = {}
+    for name, weight in denoiser.state_dict().items():
+        weight = weight.detach().float()
+        if weight.ndim < 2:
+            tensors[name] = weight.half().contiguous()
+            continue
+        scale = weight.flatten(1).abs().amax(dim=1).clamp_min(1e-12) / 127
+        codes = (weight / scale.view(-1, *[1] * (weight.ndim - 1))).round().clamp(-127, 127)
+        tensors[name] = codes.to(torch.int8).contiguous()
+        tensors[name + _SCALE] = scale.contiguous()
+    save_file(tensors, str(directory / FACE_DENOISER_WEIGHTS))
 
 
 def load_face_denoiser(directory: str | Path) -> FaceDenoiser:
-    return FaceDenoiser.from_pretrained(directory, **_LOAD_OPTIONS).float().eval().requires_grad_(False)
+    """A face denoiser saved by :func:`save_face_denoiser`, in float, for inference."""
+    directory = Path(directory)
+    denoiser = FaceDenoiser.from_config(FaceDenoiser.load_config(directory))
+    stored = load_file(str(directory / FACE_DENOISER_WEIGHTS))
+    state = {}
+    for name, tensor in stored.items():
+        if name.endswith(_SCALE):
+            continue
+        scale = stored.get(name + _SCALE)
+        state[name] = (tensor.float() if scale is None
+                       else tensor.float() * scale.view(-1, *[1] * (tensor.ndim - 1)))
+    denoiser.load_state_dict(state)
+    return denoiser.float().eval().requires_grad_(False)
 
 
 @dataclass
