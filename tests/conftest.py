@@ -266,3 +266,16 @@ def build_home(home: Path, teacher: nn.Module, generator, methods: tuple[str, ..
         variant = quantize(teacher, config_classes()[method](calibration_images=8), calibration)
         save_variant(variant, teacher, checkpoints / "variants" / method, {"command": "python -m recourse quantize"})
     generator.save_pretrained(checkpoints / "generator")
+
+
+@pytest.fixture(scope="module")
+def browser_and_url():
+    """``(browser, url)``: the real app and headless Chromium, once per browser test module."""
+    from playwright.sync_api import sync_playwright
+
+    from scripts.app_screenshot import CHROMIUM_FLAGS, start_app
+
+    with start_app() as url, sync_playwright() as playwright:
+        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
+        yield browser, url
+        browser.close()

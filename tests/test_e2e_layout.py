@@ -4,21 +4,11 @@ horizontal overflow, clipped text or a word broken across lines (scripts/screen_
 
 import pytest
 
-from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS, audit_gallery_face, start_app
+from scripts.app_screenshot import audit_gallery_face
 from scripts.screen_checks import broken_words, clipped_text, horizontal_overflow
 
 pytestmark = [pytest.mark.requires("chromium", "playwright", "committed_variants"), pytest.mark.slow]
 LAYOUTS = [pytest.param((1280, 800), id="1280x800"), pytest.param((390, 844), id="390x844")]
-
-
-@pytest.fixture(scope="module")
-def browser_and_url():
-    from playwright.sync_api import sync_playwright
-
-    with start_app() as url, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        yield browser, url
-        browser.close()
 
 
 def _open_every_accordion(page) -> None:

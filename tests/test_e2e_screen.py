@@ -7,20 +7,10 @@ import pytest
 from PIL import Image
 
 from recourse.render.audit_html import CARDS, JUDGE_CARDS
-from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS, audit_gallery_face, start_app
+from scripts.app_screenshot import audit_gallery_face
 
 pytestmark = [pytest.mark.requires("chromium", "playwright", "committed_variants"), pytest.mark.slow]
 EVIDENCE = ("#verdict", "#aligned img", "#teacher-cf img", "#student-cf img", "#evidence table", "#run-audit")
-
-
-@pytest.fixture(scope="module")
-def browser_and_url():
-    from playwright.sync_api import sync_playwright
-
-    with start_app() as url, sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        yield browser, url
-        browser.close()
 
 
 def test_the_evidence_is_on_the_first_screen_at_1280_by_800(browser_and_url):
