@@ -29,7 +29,7 @@ from recourse.names import ATTRIBUTES, DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, 
 Split = Literal["train", "val", "test", "all"]
 Layout = Literal["celeba-hq", "celeba"]
 
-# CelebA-HQ has no official split; the project's fixed one (shared/data/README.md).
+# CelebA-HQ has no official split; the project's fixed one (docs/guide.md, Data): ids 0-23999, 24000-26999, 27000-29999.
 HQ_SPLIT_RANGES = {"train": (0, 24000), "val": (24000, 27000), "test": (27000, 30000)}
 # list_eval_partition.txt codes.
 CELEBA_PARTITION_CODES = {"train": 0, "val": 1, "test": 2}
