@@ -2,7 +2,7 @@
 classifier, whose true gradient is known, and its cost on the ONNX Runtime int8 model.
 
     python -m scripts.foreign_gradient_check --data ../shared/data/celeba-hq-64 --faces 12 \
-        --int8 out/foreign/ort-int8 --json out/foreign/gradient-check.json
+        --int8 out/foreign/ort-int8 --json assets/results/foreign-gradient-check.json
 
 For ``--faces`` test faces and each of the four recourse attributes:
 
@@ -16,7 +16,16 @@ For ``--faces`` test faces and each of the four recourse attributes:
    decision flips, once with the true gradient and once with the estimate (the same faces,
    the same steps): whether both flip, the cosine of the two edits, and their L2 costs;
 3. cost on the black box — the same estimated walk on the ONNX Runtime int8 model: forward
-   passes and seconds per counterfactual.
+   passes and seconds per counterfactual;
+4. the audit's own recourse (``--recourse-k``: the subspace a black box's gradient is estimated
+   in, ``recourse.foreign.pairs.BLACK_BOX_COMPONENTS`` by default): in pixel space, the cosine
+   of the face-basis estimate to the gradient the walk actually follows (the true pixel gradient
+   projected on all the generator's components), for each of ``--pixel-ks``; then the project's
+   counterfactual method at the audit's settings (margin 0) guided once by the true gradient and
+   once by :class:`~recourse.foreign.blackbox.ZerothOrderClassifier` around the same float model:
+   validity, L1 cost (``recourse.metrics.recourse_cost``), the cosine of the two edits, forward
+   passes and seconds per counterfactual; and the same recourse for the ONNX Runtime int8 black
+   box as the audit runs it (``recourse.foreign.pairs``).
 """
 
 from __future__ import annotations
@@ -33,8 +42,11 @@ import torch
 from recourse.checkpoints import load_classifier
 from recourse.data import load_split, to_float_images
 from recourse.foreign.adapter import ForeignClassifier
-from recourse.foreign.blackbox import cosine, estimate_gradient, lowres_basis
+from recourse import models
+from recourse.foreign.blackbox import (DEFAULT_SIGMA, ZerothOrderClassifier, cosine, estimate_gradient, face_basis,
+                                       lowres_basis)
 from recourse.foreign.loaders import load_foreign
+from recourse.foreign.pairs import BLACK_BOX_COMPONENTS, differentiable
 from recourse.generation.models import PCAAutoencoder
 from recourse.names import ATTRIBUTES, DEFAULT_ATTRIBUTES
 from recourse.paths import checkpoints_dir
@@ -77,6 +89,73 @@ def walk(gradient_of, objective, k: int, batch: int, step: float, steps: int) ->
     return z, done, passes
 
 
+def pixel_gradient_check(classifier, generator, faces: torch.Tensor, column: int, signs: torch.Tensor,
+                         ks: list[int], sigma: float) -> dict:
+    """Part 4a: in pixel space, the face-basis estimate against the gradient the walk follows."""
+    pixels = faces.clone().requires_grad_()
+    (classifier(pixels)[:, column] * signs).sum().backward()
+    followed = generator.project(pixels.grad)  # the walk projects each step on all the components
+
+    def objective(points: torch.Tensor) -> torch.Tensor:
+        b, m = points.shape[:2]
+        return classifier(points.reshape(b * m, *points.shape[2:]))[:, column].reshape(b, m) * signs.view(b, 1)
+
+    rows = {}
+    for k in ks:
+        basis = face_basis(generator.autoencoder.components, k, generator.resolution)
+        estimate = estimate_gradient(objective, faces, basis=basis, sigma=sigma)
+        rows[str(k)] = {"passes_per_gradient": 2 * k,
+                        "cosine_to_followed_gradient_median": float(cosine(estimate.gradient, followed).median()),
+                        "cosine_to_raw_pixel_gradient_median": float(cosine(estimate.gradient, pixels.grad).median())}
+    return rows
+
+
+def recourse_check(classifier, generator, faces: torch.Tensor, attribute: str, ks: list[int], default_k: int,
+                   estimator_model=None, black_box=None) -> dict:
+    """Part 4b: the audit's recourse guided by the true gradient and by the estimate in the
+    ``k`` leading face-basis components, for each of ``ks``; the estimate's forward passes go
+    to ``estimator_model`` (default ``classifier``; the same function in a faster runtime)."""
+    from recourse.audit import minimal_recourse
+    from recourse.paired import Student, flip_targets, own_recourse
+
+    config = minimal_recourse()
+    targets = flip_targets(classifier, faces, attribute)
+    true = own_recourse(faces, attribute, targets, Student("fp32", classifier, classifier), config, generator)
+    rows: dict = {"faces": len(faces), "valid_true_gradient": int(true.valid.sum()),
+                  "seconds_per_counterfactual_true_gradient": true.seconds / len(faces), "k": {}}
+    for k in ks:
+        basis = face_basis(generator.autoencoder.components, k, generator.resolution)
+        estimator = ZerothOrderClassifier(estimator_model or classifier, basis=basis, sigma=DEFAULT_SIGMA, seed=1)
+        started = time.perf_counter()
+        estimated = own_recourse(faces, attribute, targets, Student("fp32-zo", estimator, classifier), config,
+                                 generator)
+        seconds = time.perf_counter() - started
+        both = true.valid & estimated.valid
+        rows["k"][str(k)] = {
+            "valid_estimate": int(estimated.valid.sum()),
+            "edit_cosine_median": float(cosine(estimated.images[both] - faces[both], true.images[both] - faces[both])
+                                        .median()) if both.any() else None,
+            "cost_true_median": float(true.cost[both].median()) if both.any() else None,
+            "cost_estimate_median": float(estimated.cost[both].median()) if both.any() else None,
+            "cost_ratio_median": float((estimated.cost[both] / true.cost[both]).median()) if both.any() else None,
+            "forward_passes_per_counterfactual": estimator.forward_passes / len(faces),
+            "gradients_per_counterfactual": estimator.estimates / len(faces),
+            "seconds_per_counterfactual": seconds / len(faces)}
+    if black_box is not None:
+        basis = face_basis(generator.autoencoder.components, default_k, generator.resolution)
+        twin = differentiable(black_box, basis, seed=1)
+        targets = flip_targets(black_box, faces, attribute)
+        started = time.perf_counter()
+        own = own_recourse(faces, attribute, targets, Student("black-box", twin, black_box), config, generator)
+        seconds = time.perf_counter() - started
+        rows["black_box"] = {"k": default_k, "valid": int(own.valid.sum()),
+                             "cost_median": float(own.cost[own.valid].median()) if own.valid.any() else None,
+                             "forward_passes_per_counterfactual": twin.forward_passes / len(faces),
+                             "gradients_per_counterfactual": twin.estimates / len(faces),
+                             "seconds_per_counterfactual": seconds / len(faces)}
+    return rows
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", default="../shared/data/celeba-hq-64")
@@ -87,6 +166,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--step", type=float, default=0.5, help="L2 length of one walk step (pixels in [0, 1])")
     parser.add_argument("--steps", type=int, default=30)
     parser.add_argument("--int8", default=None, help="a card folder of a black box to time the walk on")
+    parser.add_argument("--recourse-k", type=int, default=BLACK_BOX_COMPONENTS,
+                        help="face-basis components the audit's black-box recourse estimates its gradient in")
+    parser.add_argument("--recourse-ks", type=int, nargs="+", default=None,
+                        help="subspaces to compare the float model's estimated recourse in (default --recourse-k)")
+    parser.add_argument("--estimator-onnx", default=None,
+                        help="a card of the float classifier exported to ONNX: the estimate's forward passes run "
+                             "there (the same function, faster on a CPU); the true gradient stays torch's")
+    parser.add_argument("--pixel-ks", type=int, nargs="+", default=[16, 32, 64, 128])
+    parser.add_argument("--recourse-faces", type=int, default=None,
+                        help="faces for part 4b (default --faces): the project's recourse is the slow part")
+    parser.add_argument("--attributes", nargs="+", default=list(DEFAULT_ATTRIBUTES))
     parser.add_argument("--json", default=None)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
@@ -100,9 +190,15 @@ def main(argv: list[str] | None = None) -> int:
     faces = to_float_images(test.images[pick])
     pixel_basis = lowres_basis((3, 64, 64), grid=8)
     black_box = ForeignClassifier(load_foreign(args.int8)) if args.int8 else None
+    estimator_model = ForeignClassifier(load_foreign(args.estimator_onnx)) if args.estimator_onnx else None
+    generator = models.load_generator()  # the committed one, checked against its manifest
+    recourse_faces = faces[:args.recourse_faces or args.faces]
     report: dict = {"command": "python -m scripts.foreign_gradient_check " + " ".join(sys.argv[1:] if argv is None else argv),
-                    "faces": args.faces, "k": args.k, "sigma": args.sigma, "step": args.step, "attributes": {}}
-    for attribute in DEFAULT_ATTRIBUTES:
+                    "faces": args.faces, "k": args.k, "sigma": args.sigma, "step": args.step,
+                    "recourse_faces": len(recourse_faces), "recourse_k": args.recourse_k,
+                    "estimator_onnx": args.estimator_onnx,
+                    "recourse_sigma": DEFAULT_SIGMA, "threads": args.threads, "attributes": {}}
+    for attribute in args.attributes:
         column = ATTRIBUTES.index(attribute)
         with torch.no_grad():
             signs = torch.where(classifier(faces)[:, column] >= 0, -1.0, 1.0)  # towards the other decision
@@ -156,6 +252,11 @@ def main(argv: list[str] | None = None) -> int:
                                 "forward_passes_per_counterfactual": bb_passes / args.faces,
                                 "seconds_per_counterfactual": seconds / args.faces,
                                 "cost_median": float(z_bb[flip_bb].norm(dim=1).median()) if flip_bb.any() else None}
+        row["pixel_face_basis"] = pixel_gradient_check(classifier, generator, faces, column, signs, args.pixel_ks,
+                                                       DEFAULT_SIGMA)
+        row["audit_recourse"] = recourse_check(classifier, generator, recourse_faces, attribute,
+                                               args.recourse_ks or [args.recourse_k], args.recourse_k,
+                                               estimator_model, black_box)
         report["attributes"][attribute] = row
         print(attribute, json.dumps(row))
     report["seconds"] = round(time.perf_counter() - started, 1)

@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from recourse.foreign.adapter import ForeignClassifier
-from recourse.foreign.blackbox import (ZerothOrderClassifier, combine, cosine, estimate_gradient, lowres_basis,
-                                       sample_directions)
+from recourse.foreign.blackbox import (ZerothOrderClassifier, combine, cosine, estimate_gradient, face_basis,
+                                       lowres_basis, sample_directions)
 from recourse.foreign.loaders import load_foreign
 from tests.foreign_models import different_model, save_different
 
@@ -26,6 +26,20 @@ def test_lowres_basis_is_orthonormal_and_smooth() -> None:
     constant = torch.ones(3 * 16 * 16, dtype=torch.float64)
     projected = flat.T @ (flat @ constant)
     assert torch.allclose(projected, constant, atol=1e-4)
+
+
+def test_face_basis_is_the_leading_components_orthonormal() -> None:
+    q = torch.linalg.qr(torch.randn(3 * 4 * 4, 6, dtype=torch.float64))[0].T
+    stored = q.half().float()  # as the committed basis is stored: orthonormal only to ~1e-3
+    basis = face_basis(stored, 3, 4)
+    flat = basis.reshape(3, -1).double()
+    assert basis.shape == (3, 3, 4, 4)
+    assert torch.allclose(flat @ flat.T, torch.eye(3, dtype=torch.float64), atol=1e-6)
+    assert torch.allclose(flat, q[:3], atol=2e-3)  # the same components, signs kept
+    with pytest.raises(ValueError, match="k must be between 1 and 6"):
+        face_basis(stored, 7, 4)
+    with pytest.raises(ValueError, match="not 3×8×8"):
+        face_basis(stored, 2, 8)
 
 
 def test_linear_objective_recovers_the_projection_exactly() -> None:

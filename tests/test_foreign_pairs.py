@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -11,7 +12,7 @@ import torch
 from recourse.cli import main
 from recourse.foreign.adapter import ForeignClassifier, UnsupportedAttributeError
 from recourse.foreign.blackbox import ZerothOrderClassifier
-from recourse.foreign.pairs import foreign_pair, is_card
+from recourse.foreign.pairs import BLACK_BOX_COMPONENTS, edit_basis, foreign_pair, is_card
 from tests.foreign_models import save_different
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
@@ -36,7 +37,19 @@ def test_black_box_variant_gets_a_zeroth_order_twin(tmp_path: Path) -> None:
     assert pair.student.kind == "integer" and isinstance(pair.student.decider, ForeignClassifier)
     x = torch.rand(1, 3, 64, 64, requires_grad=True)
     pair.student.twin(x)[0, 39].backward()
-    assert x.grad is not None and pair.black_box.forward_passes == 1 + 2 * 192
+    # the gradient is estimated in the committed generator's face basis: 2 passes a component
+    assert x.grad is not None and pair.black_box.forward_passes == 1 + 2 * BLACK_BOX_COMPONENTS
+    assert pair.black_box.basis.shape == (BLACK_BOX_COMPONENTS, 3, 64, 64)
+
+
+def test_edit_basis_is_the_face_basis_or_smooth_changes_without_one() -> None:
+    components = torch.linalg.qr(torch.randn(3 * 32 * 32, 10, dtype=torch.float64))[0].T.float()
+    autoencoder = SimpleNamespace(components=components, config=SimpleNamespace(resolution=32))
+    basis = edit_basis(SimpleNamespace(autoencoder=autoencoder), k=4)
+    flat = basis.reshape(4, -1).double()
+    assert basis.shape == (4, 3, 64, 64)  # resized to the project's images, orthonormal again
+    assert torch.allclose(flat @ flat.T, torch.eye(4, dtype=torch.float64), atol=1e-5)
+    assert edit_basis(SimpleNamespace(autoencoder=None)).shape == (3 * 8 * 8, 3, 64, 64)
 
 
 def test_attribute_either_model_lacks_is_refused(tmp_path: Path) -> None:

@@ -11,9 +11,11 @@ gradient's projection onto it:
   ``ĝ = (1/n) Σᵢ dᵢ uᵢ`` — unbiased for ``P∇f`` since ``E[uuᵀ] = P``, for ``2n`` passes.
 
 A low-dimensional subspace is what makes this affordable: estimating all 12,288 pixel
-directions of a 64×64 face would take 24,576 passes. :func:`lowres_basis` is the subspace of
-smooth (bilinearly upsampled ``grid×grid``) image changes; the counterfactual generator can pass
-its own basis of face edits instead. Every estimate counts its forward passes
+directions of a 64×64 face would take 24,576 passes. :func:`face_basis` is the subspace the
+project's edits live in: the leading components of the generator's PCA face basis (the walk
+projects every step onto that basis, so a gradient outside it is thrown away anyway);
+:func:`lowres_basis`, smooth (bilinearly upsampled ``grid×grid``) image changes, serves where
+there is no face basis. Every estimate counts its forward passes
 (:attr:`GradientEstimate.forward_passes`) and is reproducible from its seed.
 """
 
@@ -55,6 +57,20 @@ def lowres_basis(shape: tuple[int, ...] = (3, 64, 64), grid: int = 8, dtype: tor
     smooth = F.interpolate(cells, size=(height, width), mode="bilinear", align_corners=False).reshape(k, -1)
     q, _ = torch.linalg.qr(smooth.T)  # columns: an orthonormal basis of the same span
     return q.T.reshape(k, *shape).to(dtype)
+
+
+def face_basis(components: torch.Tensor, k: int, resolution: int, dtype: torch.dtype = torch.float32) -> torch.Tensor:
+    """The leading ``k`` rows of a PCA face basis ``(m, 3·R·R)`` (the generator's
+    ``autoencoder.components``, strongest first) as an orthonormal basis ``(k, 3, R, R)``.
+    The rows are orthonormalised again (QR, float64): the committed basis is stored in half
+    precision, and the estimator's ``Σ dᵢuᵢ`` needs exact orthonormality to be a projection."""
+    if not 1 <= k <= components.shape[0]:
+        raise ValueError(f"k must be between 1 and {components.shape[0]} (the basis' components), got {k}")
+    if components.shape[1] != 3 * resolution * resolution:
+        raise ValueError(f"components have {components.shape[1]} values each, not 3×{resolution}×{resolution}")
+    q, r = torch.linalg.qr(components[:k].double().T)
+    q = q * torch.sign(torch.diagonal(r)).unsqueeze(0)  # keep each component's sign
+    return q.T.reshape(k, 3, resolution, resolution).to(dtype)
 
 
 def sample_directions(basis: torch.Tensor, count: int | None, seed: int) -> torch.Tensor:

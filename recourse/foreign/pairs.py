@@ -6,7 +6,8 @@ differentiable twin that guides its own recourse and a decider that makes its de
   its own twin and decider: its straight-through gradients guide, its values decide;
 * a black box (ONNX Runtime, float or int8) decides with its own runtime, and its twin is the
   same runtime behind :class:`recourse.foreign.blackbox.ZerothOrderClassifier`: gradients
-  estimated from forward passes in a smooth low-resolution subspace, counted.
+  estimated from forward passes in the leading components of the generator's PCA face basis
+  (the space the edits are made in; ``scripts/foreign_gradient_check.py`` validates it), counted.
 
 Either side may be the committed classifier (``None``). The attribute must be predicted by
 both models: the audit refuses others with the adapter's message.
@@ -21,12 +22,19 @@ from pathlib import Path
 from torch import nn
 
 from recourse.foreign.adapter import ForeignClassifier, load_classifier
-from recourse.foreign.blackbox import DEFAULT_SIGMA, ZerothOrderClassifier, lowres_basis
+import torch
+
+from recourse.foreign.blackbox import DEFAULT_SIGMA, ZerothOrderClassifier, face_basis, lowres_basis
 from recourse.foreign.cards import CARD_NAMES
 
-# The black box's gradient subspace: 8×8 smooth changes per channel, 192 dimensions, 384
-# forward passes per gradient.
-BLACK_BOX_GRID = 8
+# The black box's gradient subspace: all 512 components of the committed face basis, 1,024
+# forward passes per gradient. The walk projects every step on these components, so a gradient
+# estimated in all of them is the one the walk follows (on the float classifier: cosine 0.97 to
+# it, and the same recourse); the leading 32 or 128 hold under half of it (cosine 0.1 / 0.45) and
+# make a recourse about twice as costly. Measured by scripts/foreign_gradient_check.py
+# (assets/results/foreign-gradient-check.json, docs/foreign-models.md).
+BLACK_BOX_COMPONENTS = 512
+BLACK_BOX_GRID = 8  # the fallback subspace where the generator has no face basis
 
 
 def is_card(value: str | os.PathLike | None) -> bool:
@@ -46,17 +54,40 @@ class ForeignPair:
     black_box: ZerothOrderClassifier | None  # its forward_passes, when the variant is one
 
 
-def differentiable(model: ForeignClassifier, grid: int = BLACK_BOX_GRID, seed: int = 0) -> nn.Module:
-    """The model itself when gradients flow through it, else its zeroth-order wrapper."""
+def edit_basis(generator=None, k: int = BLACK_BOX_COMPONENTS) -> torch.Tensor:
+    """The black box's gradient subspace ``(k, 3, 64, 64)``: the ``k`` leading components of
+    ``generator``'s PCA face basis (default: the committed generator), or smooth 8×8 changes
+    for a generator without one (a diffusers pixel pipeline)."""
+    if generator is None:
+        from recourse import models
+
+        generator = models.load_generator()
+    autoencoder = getattr(generator, "autoencoder", None)
+    if autoencoder is None or getattr(autoencoder, "components", None) is None:
+        return lowres_basis((3, 64, 64), BLACK_BOX_GRID)
+    resolution = autoencoder.config.resolution
+    basis = face_basis(autoencoder.components, k, resolution)
+    if resolution != 64:  # the project's images are 64×64; a resized basis is orthonormalised again
+        flat = torch.nn.functional.interpolate(basis, size=(64, 64), mode="bilinear", align_corners=False)
+        q, _ = torch.linalg.qr(flat.reshape(k, -1).double().T)
+        basis = q.T.reshape(k, 3, 64, 64).float()
+    return basis
+
+
+def differentiable(model: ForeignClassifier, basis: torch.Tensor | None = None, seed: int = 0) -> nn.Module:
+    """The model itself when gradients flow through it, else its zeroth-order wrapper in
+    ``basis`` (default :func:`edit_basis` of the committed generator)."""
     if model.differentiable:
         return model
-    return ZerothOrderClassifier(model, basis=lowres_basis((3, 64, 64), grid), sigma=DEFAULT_SIGMA, seed=seed)
+    return ZerothOrderClassifier(model, basis=basis if basis is not None else edit_basis(), sigma=DEFAULT_SIGMA,
+                                 seed=seed)
 
 
 def foreign_pair(model: str | os.PathLike | None, variant: str | os.PathLike, attribute: str,
-                 teacher: nn.Module | None = None) -> ForeignPair:
+                 teacher: nn.Module | None = None, basis: torch.Tensor | None = None) -> ForeignPair:
     """Load the pair named by two cards (``model=None``: ``teacher``, by default the committed
-    classifier) and check both predict ``attribute``."""
+    classifier) and check both predict ``attribute``; a black box's gradients are estimated
+    in ``basis`` (default :func:`edit_basis`)."""
     from recourse.paired import Student
 
     decider = load_classifier(str(variant))  # first: its attributes decide whether to go on
@@ -64,12 +95,12 @@ def foreign_pair(model: str | os.PathLike | None, variant: str | os.PathLike, at
     if model is not None:
         foreign_teacher = load_classifier(str(model))
         foreign_teacher.require(attribute)
-        teacher = differentiable(foreign_teacher)
+        teacher = differentiable(foreign_teacher, basis)
     elif teacher is None:
         from recourse import models
 
         teacher = models.load_teacher()
-    twin = differentiable(decider, seed=1)
+    twin = differentiable(decider, basis, seed=1)
     name = decider.card.title
     student = Student(name, twin, decider if twin is not decider else twin)
     return ForeignPair(teacher, student, name, twin if isinstance(twin, ZerothOrderClassifier) else None)
