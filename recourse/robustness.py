@@ -1,15 +1,19 @@
-"""Is the judge robust where it matters? A plain gradient attack on the classifier, judged.
+"""Is the judge robust where it matters? A plain gradient attack on a model, judged.
 
-The judge is worth something only if the cheap, non-semantic changes that move the
-classifier do not move it. The check attacks the classifier with L∞ PGD at a budget equal
-to the counterfactuals' median mean-|Δx| cost (an L∞ ball of radius ε has mean |Δx| ≤ ε),
-and counts how often the attack flips the classifier and how often the same images flip
-the judge (``docs/metrics.md``, Judge FR).
+The judge is worth something only if the cheap, non-semantic changes that move the models
+that steer edits do not move it. The check attacks a model (the classifier, or the robust
+guide that steers the cone-guided edits) with L∞ PGD at a budget equal to the
+counterfactuals' mean-|Δx| cost (an L∞ ball of radius ε has mean |Δx| ≤ ε), and counts how
+often the attack flips that model and how often the same images flip each judge
+(``docs/metrics.md``, Judge FR). A judge that a same-budget attack on the guide flips often
+shares the guide's blind spots: an edit the guide steers can satisfy it without a change a
+person would see.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass
 
 import torch
 from torch import nn
@@ -46,33 +50,68 @@ def linf_attack(model: nn.Module, images: torch.Tensor, index: int, targets: tor
     return (images + delta).clamp(0, 1).detach()
 
 
+@dataclass(frozen=True)
+class JudgeTransfer:
+    """One judge's view of one attack: how often it flipped (in %), over the faces where it
+    agreed with the attacked model before the attack (NaN where it agreed on none)."""
+
+    flip_rate: float
+    agreed: int
+
+
+@dataclass(frozen=True)
+class TransferResult:
+    """One attribute, one attacked model: its own flip rate and each judge's (in %)."""
+
+    attribute: str
+    attacked: str  # the attacked model's name, e.g. "classifier" or "guide"
+    n: int
+    epsilon: float  # L∞ radius, [0, 1] pixel units
+    mean_change: float  # the attack's mean |Δx|
+    attacked_flip_rate: float
+    judges: dict[str, JudgeTransfer]
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+
+@torch.no_grad()
+def _decided(model: nn.Module, images: torch.Tensor, index: int, batch_size: int) -> torch.Tensor:
+    return torch.cat([decisions(model(images[i:i + batch_size]))[:, index] for i in range(0, len(images), batch_size)])
+
+
+def attack_transfers(attacked: nn.Module, judges: Mapping[str, nn.Module], images: torch.Tensor, attribute: str,
+                     epsilon: float, steps: int = 10, batch_size: int = 100,
+                     attacked_name: str = "classifier") -> TransferResult:
+    """Attack ``attacked`` to flip its decision on ``attribute`` for every image ``(N, 3, H, W)``
+    in [0, 1]; one attack, judged by every model of ``judges`` (name -> model)."""
+    attacked.eval()
+    for judge in judges.values():
+        judge.eval()
+    index = attribute_index(attribute)
+    before = _decided(attacked, images, index, batch_size)
+    targets = 1 - before
+    adversarial = torch.cat([linf_attack(attacked, images[i:i + batch_size], index, targets[i:i + batch_size],
+                                         epsilon, steps) for i in range(0, len(images), batch_size)])
+    after = _decided(attacked, adversarial, index, batch_size)
+    views = {}
+    for name, judge in judges.items():
+        # counted only where the judge agreed with the attacked model: elsewhere "flipped to
+        # the target" would mean it held the target already
+        agreed = _decided(judge, images, index, batch_size) == before
+        flipped = _decided(judge, adversarial, index, batch_size)[agreed] == targets[agreed]
+        views[name] = JudgeTransfer(round(100.0 * float(flipped.float().mean()), 2) if bool(agreed.any())
+                                    else float("nan"), int(agreed.sum()))
+    return TransferResult(attribute=attribute, attacked=attacked_name, n=len(images), epsilon=epsilon,
+                          mean_change=round(float((adversarial - images).abs().mean()), 5),
+                          attacked_flip_rate=round(100.0 * float((after == targets).float().mean()), 2), judges=views)
+
+
 def attack_transfer(classifier: nn.Module, judge: nn.Module, images: torch.Tensor, attribute: str,
                     epsilon: float, steps: int = 10, batch_size: int = 100) -> AttackTransfer:
     """Attack ``classifier`` to flip its decision on ``attribute`` for every image; judge it."""
-    classifier.eval()
-    judge.eval()
-    index = attribute_index(attribute)
-    attacked, before, judged_before = [], [], []
-    for start in range(0, len(images), batch_size):
-        batch = images[start:start + batch_size]
-        with torch.no_grad():
-            decided = decisions(classifier(batch))[:, index]
-            judged_before.append(decisions(judge(batch))[:, index])
-        attacked.append(linf_attack(classifier, batch, index, 1 - decided, epsilon, steps))
-        before.append(decided)
-    attacked, before, judged_before = torch.cat(attacked), torch.cat(before), torch.cat(judged_before)
-    targets = 1 - before
-    with torch.no_grad():
-        after = torch.cat([decisions(classifier(attacked[i:i + batch_size]))[:, index]
-                           for i in range(0, len(attacked), batch_size)])
-        judged_after = torch.cat([decisions(judge(attacked[i:i + batch_size]))[:, index]
-                                  for i in range(0, len(attacked), batch_size)])
-    agreed = judged_before == before
-    return AttackTransfer(
-        attribute=attribute, n=len(images), epsilon=epsilon,
-        mean_change=round(float((attacked - images).abs().mean()), 5),
-        classifier_flip_rate=round(100.0 * float((after == targets).float().mean()), 2),
-        judge_flip_rate=round(100.0 * float((judged_after[agreed] == targets[agreed]).float().mean()), 2)
-        if bool(agreed.any()) else float("nan"),
-        judge_agreed=int(agreed.sum()),
-    )
+    result = attack_transfers(classifier, {"judge": judge}, images, attribute, epsilon, steps, batch_size)
+    return AttackTransfer(attribute=attribute, n=result.n, epsilon=epsilon, mean_change=result.mean_change,
+                          classifier_flip_rate=result.attacked_flip_rate,
+                          judge_flip_rate=result.judges["judge"].flip_rate,
+                          judge_agreed=result.judges["judge"].agreed)

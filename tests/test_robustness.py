@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from recourse.robustness import attack_transfer, linf_attack
+from recourse.robustness import attack_transfer, attack_transfers, linf_attack
 from recourse.training import l2_pgd
 from tests.conftest import BrightnessModel
 
@@ -36,6 +36,18 @@ def test_a_judge_that_never_agreed_is_not_counted():
     images = torch.full((3, 3, 16, 16), 0.45)  # the classifier decides 0, the deaf judge 1
     row = attack_transfer(BrightnessModel(), Deaf(), images, "Smiling", epsilon=0.1)
     assert row.judge_agreed == 0 and math.isnan(row.judge_flip_rate)
+
+
+def test_one_attack_is_judged_by_every_judge_each_on_its_own_agreement():
+    images = torch.full((5, 3, 16, 16), 0.55)  # the attacked model decides 1; so do both judges
+    result = attack_transfers(BrightnessModel(), {"twin": BrightnessModel(), "deaf": Deaf()}, images, "Smiling",
+                              epsilon=0.1, attacked_name="guide")
+    assert result.attacked == "guide" and result.attacked_flip_rate == 100.0
+    # a twin of the attacked model is fooled every time; a model the attack cannot move never is
+    assert result.judges["twin"].flip_rate == 100.0 and result.judges["deaf"].flip_rate == 0.0
+    assert result.judges["twin"].agreed == result.judges["deaf"].agreed == 5
+    record = result.to_dict()
+    assert record["judges"]["deaf"] == {"flip_rate": 0.0, "agreed": 5} and record["epsilon"] == 0.1
 
 
 def test_adversarial_training_images_stay_within_the_radius():
