@@ -10,7 +10,10 @@ following ``docs/metrics.md``:
 4. IntegratedGradients (teacher vs twin) and Occlusion (teacher vs decider), with their
    Spearman rank correlation and top-10% IoU;
 5. the independent robust judge's view of both recourses: "valid" says that a model moved,
-   the judge says whether the attribute changed as a person would see it.
+   the judge says whether the attribute changed as a person would see it; beside it the
+   stronger judge (radius 3) where it is trained;
+6. identity: dlib's face-descriptor distance of each recourse to the face, the same person at
+   ``≤ 0.6`` (``docs/metrics.md``, FVA). The judges and identity only measure: they never guide.
 
 :func:`audit_steps` yields after step 2 so that a UI can show predictions first;
 :func:`audit_image` runs it to the end.
@@ -36,6 +39,7 @@ from recourse.attribution import AttributionComparison, AttributionConfig, compa
 from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import CounterfactualConfig, FaceGenerator
+from recourse.instruments.identity import DLIB_THRESHOLD, Descriptors, IdentityModelError, descriptor_distances
 from recourse.metrics import ImageRecourse
 from recourse.paired import Student, paired_recourse
 
@@ -147,6 +151,27 @@ class JudgeView:
 
 
 @dataclass(frozen=True)
+class IdentityView:
+    """Whether each recourse is still the same person for dlib's face descriptor
+    (``docs/metrics.md``, FVA and FS): its descriptor distance to the face, kept at
+    ``≤ threshold``. It only measures; no recourse is steered by it."""
+
+    teacher_distance: float  # ‖e(x) − e(x'_f)‖₂
+    student_distance: float  # ‖e(x) − e(x'_g)‖₂
+    detected: tuple[bool, bool, bool]  # dlib's detector found x, x'_f, x'_g (else its fixed box placed the landmarks)
+    threshold: float = DLIB_THRESHOLD
+
+    def kept(self, model: str) -> bool:
+        """Whether the ``"teacher"`` or ``"student"`` recourse is the same person for dlib."""
+        return getattr(self, f"{model}_distance") <= self.threshold
+
+    def to_dict(self) -> dict:
+        return {"teacher_distance": round(self.teacher_distance, 4), "student_distance": round(self.student_distance, 4),
+                "teacher_kept": self.kept("teacher"), "student_kept": self.kept("student"),
+                "threshold": self.threshold, "detected": list(self.detected)}
+
+
+@dataclass(frozen=True)
 class AuditResult:
     """A whole audit. Images are ``(3, H, W)`` in [0, 1]; difference maps are ``x' − x``."""
 
@@ -165,6 +190,10 @@ class AuditResult:
     student_model: str  # "integer" or "twin": which form of the student made the decisions
     versions: dict[str, str]
     seconds: dict[str, float]
+    strong_judge: JudgeView | None = None  # the stronger (radius-3) judge; why it is absent: ``missing``
+    identity: IdentityView | None = None
+    # instrument -> why it is not in this audit ("not trained", ...), so that a card says so
+    missing: dict[str, str] = field(default_factory=dict)
 
     @property
     def face_logit(self) -> float:
@@ -179,7 +208,8 @@ class AuditResult:
 
     @property
     def verdict(self) -> str:
-        return verdict(self.recourse, self.judge, self.predictions.attribute, self.face_logit)
+        return (verdict(self.recourse, self.judge, self.predictions.attribute, self.face_logit)
+                + identity_verdict(self.identity, self.recourse))
 
     def to_dict(self) -> dict:
         """Every value of the audit (the pictures are added by :func:`recourse.render.audit_record`)."""
@@ -200,6 +230,9 @@ class AuditResult:
             "student_logits": {k: round(v, 6) for k, v in self.student_logits.items()},
             "attributions": [a.to_dict() for a in self.attributions],
             "judge": None if self.judge is None else self.judge.to_dict(),
+            "strong_judge": None if self.strong_judge is None else self.strong_judge.to_dict(),
+            "identity": None if self.identity is None else self.identity.to_dict(),
+            "missing": dict(self.missing),
             "student_model": self.student_model,
             "settings": self.settings.to_dict(), "seed": self.seed, "versions": self.versions,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
@@ -269,6 +302,21 @@ def judge_verdict(judge: JudgeView | None, recourse: ImageRecourse, attribute: s
     if unseen:
         return f" The robust judge does not see {name} change in the {unseen[0]} recourse, which {blind}."
     return ""
+
+
+def identity_verdict(identity: IdentityView | None, recourse: ImageRecourse) -> str:
+    """A sentence where a valid recourse is no longer the same person for dlib ("" otherwise:
+    the cards give every distance)."""
+    if identity is None:
+        return ""
+    lost = [f"the {name} recourse ({getattr(identity, f'{model}_distance'):.2f})"
+            for model, name, valid in (("teacher", "full-precision", recourse.teacher_valid),
+                                       ("student", "compressed", recourse.student_valid))
+            if valid and not identity.kept(model)]
+    if not lost:
+        return ""
+    return (f" dlib's face descriptor no longer recognises the person in {' and '.join(lost)}: beyond its "
+            f"same-person distance {identity.threshold:g}, so that change is not recourse for this person.")
 
 
 def _models_verdict(recourse: ImageRecourse, face_logit: float | None = None) -> str:
@@ -358,6 +406,63 @@ def resolve_judge(judge: nn.Module | None | str, resolution: int) -> nn.Module |
     return judge if model_resolution(judge) == resolution else None
 
 
+def resolve_strong_judge(judge: nn.Module | None | str, resolution: int) -> tuple[nn.Module | None, str | None]:
+    """The stronger judge to use and, where there is none, why: the committed one for
+    ``COMMITTED`` ("not trained" while ``checkpoints/strong-judge`` does not exist); a module as
+    given; None: "not used"."""
+    if judge is None:
+        return None, "not used"
+    if judge != COMMITTED:
+        return judge, None
+    from recourse import models
+    from recourse.paths import strong_judge_dir
+
+    if not strong_judge_dir().is_dir():
+        return None, "not trained"
+    try:
+        judge = models.load_strong_judge()
+    except (CheckpointError, FileNotFoundError):
+        return None, "does not load"
+    if model_resolution(judge) != resolution:
+        return None, f"sees {model_resolution(judge)}-px faces, not {resolution}-px"
+    return judge, None
+
+
+# The resolution the identity instrument was calibrated at (assets/results/identity-calibration.json):
+# a smaller face gives dlib too few pixels for a descriptor that means anything.
+IDENTITY_RESOLUTION = 64
+Describe = Callable[[torch.Tensor], Descriptors]
+
+
+def resolve_identity(identity: Describe | None | str, resolution: int) -> tuple[Describe | None, str | None]:
+    """The face descriptor to use and, where there is none, why: dlib's for ``COMMITTED`` on
+    faces of at least ``IDENTITY_RESOLUTION`` px; a callable as given; None: "not used"."""
+    if identity is None:
+        return None, "not used"
+    if identity != COMMITTED:
+        return identity, None
+    if resolution < IDENTITY_RESOLUTION:
+        return None, f"{resolution}-px faces: below the {IDENTITY_RESOLUTION} px dlib's distance is calibrated at"
+    from recourse.instruments.identity import face_descriptor
+
+    try:
+        return face_descriptor(), None
+    except IdentityModelError:
+        return None, "dlib or its models are not installed"
+
+
+def identity_view(describe: Describe | None, x: torch.Tensor, teacher_counterfactual: torch.Tensor,
+                  student_counterfactual: torch.Tensor) -> IdentityView | None:
+    """dlib's distances of both recourses to ``x`` (each ``(3, H, W)`` in [0, 1]), from one call
+    of the descriptor on the three faces; None without one."""
+    if describe is None:
+        return None
+    described = describe(torch.stack([x, teacher_counterfactual, student_counterfactual]))
+    vectors = np.asarray(described.vectors)
+    distances = descriptor_distances(vectors[[0, 0]], vectors[1:])
+    return IdentityView(float(distances[0]), float(distances[1]), tuple(bool(d) for d in described.detected))
+
+
 @torch.no_grad()
 def _probabilities(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
     return torch.sigmoid(model(images))
@@ -373,12 +478,16 @@ def audit_steps(
     student: Student | None = None,
     generator: FaceGenerator | None = None,
     judge: nn.Module | None | str = COMMITTED,
+    strong_judge: nn.Module | None | str = COMMITTED,
+    identity: Describe | None | str = COMMITTED,
 ) -> Iterator[AuditStep]:
     """Run an audit, yielding after each stage; the last step carries the :class:`AuditResult`.
 
     ``teacher``, ``student`` and ``generator`` default to the committed checkpoints
-    (loaded once); tests pass tiny ones. ``judge`` defaults to the committed robust judge
-    where it is there and sees the teacher's input size; ``None``: no judge.
+    (loaded once); tests pass tiny ones. ``judge`` and ``strong_judge`` default to the
+    committed robust judges where they are there and see the teacher's input size; ``identity``
+    to dlib's face descriptor (``recourse.instruments.identity.face_descriptor``) on faces of
+    at least 64 px; ``None``: left out. What is left out, and why, is in ``missing``.
     """
     from recourse import models
 
@@ -432,7 +541,20 @@ def audit_steps(
     occluded = compare_maps("occlusion", occlusion(teacher, x, index, config),
                             occlusion(student.decider, x, index, config), student.kind, config)
     seconds["attributions"] = time.perf_counter() - mark
-    judged = judge_view(resolve_judge(judge, model_resolution(teacher)), x, x_f, x_g, index, target)
+    yield AuditStep("attributions", 0.9, predictions=predictions)
+
+    # (5, 6) what the judges see and whether the person is kept: they never guide
+    mark = time.perf_counter()
+    resolution = model_resolution(teacher)
+    judged = judge_view(resolve_judge(judge, resolution), x, x_f, x_g, index, target)
+    strong, missing_strong = resolve_strong_judge(strong_judge, resolution)
+    describe, missing_identity = resolve_identity(identity, resolution)
+    missing = {name: why for name, why in (("strong_judge", missing_strong), ("identity", missing_identity)) if why}
+    strongly_judged = judge_view(strong, x, x_f, x_g, index, target)
+    seconds["judges"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    kept = identity_view(describe, x, x_f, x_g)
+    seconds["identity"] = time.perf_counter() - mark
     seconds["total"] = time.perf_counter() - started
 
     result = AuditResult(
@@ -441,6 +563,7 @@ def audit_steps(
         student_logits=student_logits,
         recourse=paired.columns.image(0), attributions=(gradient, occluded), judge=judged, settings=settings,
         seed=seed, student_model=student.kind, versions=_versions(), seconds=seconds,
+        strong_judge=strongly_judged, identity=kept, missing=missing,
     )
     yield AuditStep("done", 1.0, predictions=predictions, result=result)
 
@@ -456,10 +579,13 @@ def audit_image(
     generator: FaceGenerator | None = None,
     progress: Callable[[AuditStep], None] | None = None,
     judge: nn.Module | None | str = COMMITTED,
+    strong_judge: nn.Module | None | str = COMMITTED,
+    identity: Describe | None | str = COMMITTED,
 ) -> AuditResult:
     """Audit one face; see the module docstring. ``image``: a photo (path, bytes or PIL,
     aligned automatically) or a framed ``(3, H, W)`` tensor in [0, 1]."""
-    for step in audit_steps(image, variant, attribute, target, settings, teacher, student, generator, judge):
+    for step in audit_steps(image, variant, attribute, target, settings, teacher, student, generator, judge,
+                            strong_judge, identity):
         if progress is not None:
             progress(step)
         if step.result is not None:

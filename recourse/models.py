@@ -14,7 +14,7 @@ from torch import nn
 from recourse.checkpoints import CONFIG_FILE, CheckpointError, load_classifier, verify_folder
 from recourse.compression import METHODS, QuantizedModel, load_variant
 from recourse.paired import Student
-from recourse.paths import generator_dir, judge_dir, shown, teacher_dir, variants_dir
+from recourse.paths import generator_dir, judge_dir, shown, strong_judge_dir, teacher_dir, variants_dir
 
 VARIANTS: tuple[str, ...] = METHODS  # one committed variant per method, in the registry's order
 
@@ -34,6 +34,13 @@ def load_judge() -> nn.Module:
     """The independent, adversarially robust judge: it reports whether a counterfactual
     changes what a person sees, and never guides one."""
     return load_classifier(judge_dir()).eval()
+
+
+@functools.lru_cache(maxsize=1)
+def load_strong_judge() -> nn.Module:
+    """The second, stronger robust judge (radius 3), where it has been trained: it only
+    scores, never guides."""
+    return load_classifier(strong_judge_dir()).eval()
 
 
 @functools.lru_cache(maxsize=1)
@@ -117,6 +124,7 @@ def clear_loaded() -> None:
     checkpoints again (after ``RECOURSE_HOME`` or a checkpoint changes)."""
     load_teacher.cache_clear()
     load_judge.cache_clear()
+    load_strong_judge.cache_clear()
     load_generator.cache_clear()
     _load_committed_variant.cache_clear()
     _variant_status.cache_clear()

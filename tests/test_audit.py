@@ -9,12 +9,17 @@ import torch
 from torch import nn
 
 from recourse.attribution import AttributionConfig
-from recourse.audit import AuditSettings, JudgeView, audit_image, audit_steps, judge_says, judge_verdict, verdict
+from recourse.audit import (
+    AuditSettings, IdentityView, JudgeView, audit_image, audit_steps, identity_verdict, judge_says, judge_verdict,
+    verdict,
+)
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.metrics import image_recourse
 from recourse.paired import Student
-from recourse.render.audit_html import CARDS, JUDGE_CARDS, audit_record, evidence_table, report_html, value_cards
+from recourse.render.audit_html import (
+    CARDS, IDENTITY_CARDS, JUDGE_CARDS, STRONG_JUDGE_CARDS, audit_record, evidence_table, report_html, value_cards,
+)
 from tests.conftest import COMMITTED, ROOT, BrightnessModel, NegateOne, still_generator, tiny_classifier
 
 SMILING = ATTRIBUTES.index("Smiling")
@@ -152,7 +157,7 @@ def test_zero_cost_recourse_in_the_json_and_the_html(zero_cost_audit):
     assert record["recourse"]["reason"] == "the full-precision recourse changes nothing"
     assert record["verdict"] == zero_cost_audit.verdict
     cards = value_cards(zero_cost_audit)
-    assert cards.count('class="value-card"') == len(CARDS) + len(JUDGE_CARDS)
+    assert cards.count('class="value-card"') == len(CARDS) + len(JUDGE_CARDS) + len(STRONG_JUDGE_CARDS) + len(IDENTITY_CARDS)
     assert record["judge"] is None and cards.count("no judge") == 2  # the committed judge sees 64×64, not 16×16
     assert cards.count("undefined: the full-precision recourse changes nothing") == 2  # CRG_i and DirSim_i
     page = report_html(zero_cost_audit, "test")
@@ -242,6 +247,76 @@ def test_what_the_judge_says_in_a_word(judge, expected):
     assert (judge_says(judge, "teacher"), judge_says(judge, "student")) == expected
 
 
+# --- identity and the stronger judge (issue 21): shown, or said to be missing ----------------
+
+
+class Brightness:
+    """A face descriptor with a known answer: a face's mean brightness times 10 in the first of
+    128 dimensions, so that the distance of two faces is 10 × the difference of their means."""
+
+    def __call__(self, images: torch.Tensor):
+        from recourse.instruments.identity import Descriptors
+
+        vectors = np.zeros((len(images), 128))
+        vectors[:, 0] = 10 * images.double().mean(dim=(1, 2, 3)).numpy()
+        return Descriptors(vectors, np.ones(len(images), bool))
+
+
+def test_identity_is_the_descriptor_distance_of_each_recourse_to_the_face(teacher, image, tiny_generator):
+    result = audit_image(image, "ptq-int8", "Smiling", 1, TINY, teacher, same_as(teacher), tiny_generator,
+                         identity=Brightness(), strong_judge=None)
+    expected = 10 * abs(float(result.teacher_counterfactual.double().mean()) - float(image.double().mean()))
+    identity = result.identity
+    assert identity.teacher_distance == pytest.approx(expected) == identity.student_distance  # same recourse
+    assert identity.kept("teacher") == (expected <= 0.6) and identity.detected == (True, True, True)
+    record = json.loads(json.dumps(audit_record(result), allow_nan=False))
+    assert record["identity"]["teacher_distance"] == pytest.approx(expected, abs=1e-4)
+    assert record["missing"] == {"strong_judge": "not used"} and record["strong_judge"] is None
+    assert "seconds" in record and "identity" in record["seconds"]
+
+
+@pytest.mark.parametrize("distances, cards, sentence", [
+    ((0.0, 0.31), ("kept ✓ 0.00", "kept ✓ 0.31"), ""),
+    ((0.31, 0.74), ("kept ✓ 0.31", "changed ✗ 0.74"), "no longer recognises the person in the compressed recourse "
+                                                       "(0.74)"),
+    ((0.6, 0.61), ("kept ✓ 0.60", "changed ✗ 0.61"), "(0.61)"),  # 0.6 itself is the same person, as in FVA
+])
+def test_identity_cards_and_sentence_on_known_distances(zero_cost_audit, distances, cards, sentence):
+    from dataclasses import replace
+
+    identity = IdentityView(*distances, detected=(True, True, False))
+    shown = replace(zero_cost_audit, identity=identity, missing={})
+    rendered = value_cards(shown)
+    assert all(card in rendered for card in cards)
+    valid = image_recourse(True, True, True, 0.1, 0.1, 0.5)
+    said = identity_verdict(identity, valid)
+    assert sentence in said and (said == "") == (sentence == "")
+    assert "dlib distance to x" in evidence_table(shown) and f"{distances[1]:.3f}" in evidence_table(shown)
+
+
+def test_a_missing_strong_judge_and_identity_are_said_not_hidden(teacher, image, tiny_generator, monkeypatch, tmp_path):
+    import recourse.paths
+    from recourse.render.text import audit_line
+
+    monkeypatch.setattr(recourse.paths, "strong_judge_dir", lambda: tmp_path / "strong-judge")  # not trained
+    result = audit_image(image, "ptq-int8", "Smiling", 1, TINY, teacher, same_as(teacher), tiny_generator,
+                         judge=teacher)
+    assert result.strong_judge is None and result.identity is None
+    assert result.missing["strong_judge"] == "not trained"
+    assert "16-px faces" in result.missing["identity"]  # dlib is calibrated at 64 px; tiny models see 16
+    assert value_cards(result).count(">not trained<") == 2
+    assert "not trained" in evidence_table(result) and "16-px faces" in evidence_table(result)
+    line = audit_line(result)
+    assert "strong judge: not trained" in line and "identity kept in x'_f / x'_g: not measured" in line
+
+    strong = audit_image(image, "ptq-int8", "Smiling", 1, TINY, teacher, same_as(teacher), tiny_generator,
+                         judge=teacher, strong_judge=Constant(), identity=Brightness())
+    assert torch.equal(strong.teacher_counterfactual, result.teacher_counterfactual)  # neither ever guides
+    assert strong.strong_judge.sees_teacher_change is False and strong.missing == {}
+    assert "strong judge on x&#x27;_f" in value_cards(strong) and "stronger judge, radius 3" in evidence_table(strong)
+    assert "strong judge: no / no" in audit_line(strong)
+
+
 # --- the committed models ---------------------------------------------------------------------
 
 
@@ -265,6 +340,11 @@ def test_committed_models_audit_a_gallery_face():
     with torch.no_grad():  # the committed judge's view, recomputed
         judge_after = torch.sigmoid(models.load_judge()(result.student_counterfactual[None]))[0, SMILING]
     assert result.judge is not None and result.judge.on_student_counterfactual == pytest.approx(float(judge_after))
+    # dlib on a 64-px face: a distance for each recourse, or (without dlib) the reason
+    if result.identity is not None:
+        assert 0 <= result.identity.teacher_distance < 2 and "identity" not in result.missing
+    else:
+        assert "not installed" in result.missing["identity"]
     assert (COMMITTED / "variants" / "ptq-int8" / "config.json").is_file()
 
 

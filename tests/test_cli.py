@@ -218,6 +218,9 @@ def test_audit_command_reports_a_recourse_that_changes_nothing(project_home, tmp
     assert record["recourse"]["crg"] is None and record["recourse"]["dirsim"] is None
     assert record["recourse"]["teacher_cost"] == 0 and record["verdict"] in printed
     assert record["images"]["teacher_counterfactual"].startswith("data:image/png;base64,")
+    # the home has no stronger judge and its faces are 16 px: both said, neither hidden
+    assert record["missing"]["strong_judge"] == "not trained" and "strong judge: not trained" in printed
+    assert record["identity"] is None and "identity kept in x'_f / x'_g: not measured (16-px faces" in printed
 
 
 @pytest.mark.parametrize("arguments, message", [

@@ -11,7 +11,7 @@ import datetime
 import html
 import json
 
-from recourse.audit import AuditResult, Predictions, judge_says, on_boundary
+from recourse.audit import AuditResult, JudgeView, Predictions, judge_says, on_boundary
 from recourse.data import ATTRIBUTES
 from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, display_pictures, png_data_uri
 
@@ -32,6 +32,18 @@ JUDGE_CARDS: tuple[tuple[str, str, str], ...] = (
                                              "full-precision recourse? (It never guides one.)"),
     ("student", "judge on x'_g", "Does the robust judge see the attribute change in the compressed "
                                              "model's recourse?"),
+)
+
+# The stronger judge (radius 3) beside the first, and identity: is each recourse still the same person?
+STRONG_JUDGE_CARDS: tuple[tuple[str, str, str], ...] = (
+    ("teacher", "strong judge on x'_f", "Does the stronger robust judge (radius 3, trained apart from the guide) "
+                                        "see the change in the full-precision recourse?"),
+    ("student", "strong judge on x'_g", "Does the stronger robust judge see it in the compressed model's recourse?"),
+)
+IDENTITY_CARDS: tuple[tuple[str, str, str], ...] = (
+    ("teacher", "same person in x'_f", "dlib's face-descriptor distance to the face; the same person at 0.6 or "
+                                       "less (dlib's threshold, FVA's). It never guides."),
+    ("student", "same person in x'_g", "The same for the compressed model's recourse."),
 )
 
 _GOOD, _BAD, _NEUTRAL = "#dcfce7", "#fee2e2", "#f3f4f6"
@@ -104,12 +116,34 @@ _JUDGE_CARD = {"yes": ("sees it ✓", _GOOD), "no": ("sees no change ✗", _BAD)
 _JUDGE_NOTE = {"not counted": " Not counted: it saw the target on the face already."}
 
 
+def strong_judge_says(result: AuditResult, model: str) -> str:
+    """:func:`recourse.audit.judge_says` for the stronger judge, or why it is absent ("not trained")."""
+    if result.strong_judge is None:
+        return result.missing.get("strong_judge", "no judge")
+    return judge_says(result.strong_judge, model)
+
+
+def identity_says(result: AuditResult, model: str) -> tuple[str, str]:
+    """The identity card's value and colour: "kept ✓ 0.31", "changed ✗ 0.74", or why not measured."""
+    identity = result.identity
+    if identity is None:
+        return "not measured: " + html.escape(result.missing.get("identity", "no face descriptor")), _NEUTRAL
+    distance = getattr(identity, f"{model}_distance")
+    return (f"kept ✓ {distance:.2f}", _GOOD) if identity.kept(model) else (f"changed ✗ {distance:.2f}", _BAD)
+
+
 def value_cards(result: AuditResult) -> str:
     cards = []
     entries = [(title, meaning, *_card_value(result, key)) for key, title, meaning in CARDS]
     for model, title, meaning in JUDGE_CARDS:
         says = judge_says(result.judge, model)
         entries.append((title, meaning + _JUDGE_NOTE.get(says, ""), *_JUDGE_CARD[says]))
+    for model, title, meaning in STRONG_JUDGE_CARDS:
+        says = strong_judge_says(result, model)
+        value, colour = _JUDGE_CARD.get(says, (html.escape(says), _NEUTRAL))  # e.g. "not trained"
+        entries.append((title, meaning + _JUDGE_NOTE.get(says, ""), value, colour))
+    for model, title, meaning in IDENTITY_CARDS:
+        entries.append((title, meaning, *identity_says(result, model)))
     for title, meaning, value, colour in entries:
         # compact: a short value in 15 px, the meaning in small print (was 20 px bold over 4-5 lines)
         cards.append(f'<div class="value-card" style="background:{colour};border-radius:8px;padding:6px 8px;'
@@ -158,17 +192,33 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
     student_row = (cell(float(p.student_probabilities[index]), logits["original"])
                    + cell(after["student_on_teacher_counterfactual"], logits["teacher_counterfactual"])
                    + cell(after["student_on_student_counterfactual"], logits["student_counterfactual"]))
-    judge = result.judge
-    judge_row = ("" if judge is None else
-                 f"<tr><td>robust judge (never guides)</td>{cell(judge.on_face)}"
-                 f"{cell(judge.on_teacher_counterfactual)}{cell(judge.on_student_counterfactual)}</tr>")
+    def judge_row(judge: JudgeView | None, name: str, missing: str | None) -> str:
+        if judge is None:  # said, not hidden: the stronger judge may not be trained yet
+            return "" if missing is None else f"<tr><td>{name}</td><td colspan='3'>{html.escape(missing)}</td></tr>"
+        return (f"<tr><td>{name}</td>{cell(judge.on_face)}"
+                f"{cell(judge.on_teacher_counterfactual)}{cell(judge.on_student_counterfactual)}</tr>")
+
+    judge_rows = (judge_row(result.judge, "robust judge (never guides)", None)
+                  + judge_row(result.strong_judge, "stronger judge, radius 3 (never guides)",
+                              result.missing.get("strong_judge")))
+    identity = result.identity
+    if identity is None:
+        why = result.missing.get("identity")
+        identity_row = "" if why is None else f"<tr><td>dlib distance to x</td><td colspan='3'>{html.escape(why)}</td></tr>"
+    else:
+        def distance(model: str) -> str:
+            value = getattr(identity, f"{model}_distance")
+            return f"<td style='padding:2px 8px'>{value:.3f} {'✓' if identity.kept(model) else '✗'}</td>"
+        identity_row = (f"<tr><td>dlib distance to x (same person ≤ {identity.threshold:g})</td>"
+                        f"<td style='padding:2px 8px'>0</td>{distance('teacher')}{distance('student')}</tr>")
     margin = result.settings.counterfactual.margin
     return (f'<div style="overflow-x:auto"><table class="evidence-table" style="font-size:13px;border-collapse:collapse">'
             f'<tr><th align="left">p({html.escape(p.attribute)}) on</th><th align="left">face x</th>'
             f'<th align="left">x\'_f (full precision)</th><th align="left">x\'_g (compressed)</th></tr>'
             f'<tr><td>full precision</td>{teacher_row}</tr>'
-            f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr>{judge_row}</table></div>'
-            f'<p style="font-size:12px">Target: attribute {wanted} (✓ = the model decides the target). Each recourse '
+            f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr>{judge_rows}{identity_row}</table></div>'
+            f'<p style="font-size:12px">Target: attribute {wanted} (✓ = the model decides the target; on the dlib '
+            f'row, ✓ = still the same person). Each recourse '
             f'was guided until its own model\'s logit was {margin:g} past the boundary (margin {margin:g}; '
             f'0 = the smallest change that flips the decision).</p>')
 

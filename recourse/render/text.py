@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from recourse.audit import AuditResult
+from recourse.audit import AuditResult, judge_says
 from recourse.evaluation import AccuracyResult
 from recourse.generation.quality import QualityReport
 
@@ -47,4 +47,21 @@ def audit_line(result: AuditResult) -> str:
     dirsim = "-" if r.dirsim is None else f"{r.dirsim:.1f}"
     return (f"{p.attribute}, target {p.target}, variant {p.variant}: V_f(x'_f)={int(r.teacher_valid)} "
             f"V_g(x'_f)={int(r.student_accepts_teacher)} V_g(x'_g)={int(r.student_valid)} CRG_i={crg} "
-            f"DirSim_i={dirsim}{f' ({r.reason})' if r.reason else ''}")
+            f"DirSim_i={dirsim}{f' ({r.reason})' if r.reason else ''}\n" + instruments_line(result))
+
+
+def instruments_line(result: AuditResult) -> str:
+    """What the judges see in x'_f / x'_g and whether each keeps the person (dlib distance, ✓ ≤ 0.6)."""
+    judge = f"{judge_says(result.judge, 'teacher')} / {judge_says(result.judge, 'student')}"
+    if result.strong_judge is None:
+        strong = result.missing.get("strong_judge", "no judge")
+    else:
+        strong = f"{judge_says(result.strong_judge, 'teacher')} / {judge_says(result.strong_judge, 'student')}"
+    identity = result.identity
+    if identity is None:
+        kept = "not measured (" + result.missing.get("identity", "no face descriptor") + ")"
+    else:
+        kept = " / ".join(f"{'✓' if identity.kept(m) else '✗'} {getattr(identity, f'{m}_distance'):.3f}"
+                          for m in ("teacher", "student")) + f" (same person ≤ {identity.threshold:g})"
+    return (f"judge sees the change in x'_f / x'_g: {judge}; strong judge: {strong}; "
+            f"identity kept in x'_f / x'_g: {kept}")
