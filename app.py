@@ -36,7 +36,10 @@ import torch
 from PIL import Image
 
 from recourse import faces
-from recourse.audit import AuditSettings, audit_image, audit_steps, judge_says, minimal_recourse
+from recourse.audit import (
+    COMMITTED, AuditSettings, audit_image, audit_steps, judge_says, minimal_recourse, model_resolution,
+    resolve_identity, resolve_strong_judge,
+)
 from recourse.benchmark import BenchmarkResult
 from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, SPLITS, DatasetError, to_float_images
@@ -418,6 +421,13 @@ def load_models(log=print) -> None:
     except (CheckpointError, FileNotFoundError) as error:  # audits run without it; their cards say "no judge"
         log(f"robust judge: not loaded ({_public(error)})")
     load_generator()  # its files checked against their manifest; a failure is a CheckpointError
+    # the stronger judge and dlib's face descriptor (seconds to load) before the first request;
+    # where either is absent, audits run and their cards say why ("not trained")
+    resolution = model_resolution(load_teacher())
+    strong = resolve_strong_judge(COMMITTED, resolution)[1]
+    log(f"stronger judge: {'loaded' if strong is None else strong}")
+    identity = resolve_identity(COMMITTED, resolution)[1]
+    log(f"identity (dlib face descriptor): {'loaded' if identity is None else identity}")
     for variant in VARIANTS:
         status = variant_status(variant)
         log(f"variant {variant}: {'loaded' if status is None else status}")

@@ -16,7 +16,7 @@ from PIL import Image
 import app  # imported here, with the checkout as its home: the gallery is the committed one
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
-from recourse.render.audit_html import CARDS, JUDGE_CARDS
+from recourse.render.audit_html import CARD_TITLES
 from scripts.app_screenshot import start_app
 from tests.conftest import ROOT, build_home, still_generator, tiny_classifier
 
@@ -58,8 +58,10 @@ def test_the_app_shows_a_recourse_that_changes_nothing(project_home):
     assert len(steps) >= 2 and app.cards not in steps[0] and all(set(step) == {app.status} for step in steps[1:-1])
     shown = steps[-1]
     cards = shown[app.cards]
-    assert cards.count('class="value-card"') == len(CARDS) + len(JUDGE_CARDS)
+    assert cards.count('class="value-card"') == len(CARD_TITLES)
     assert cards.count("no judge") == 2  # this home has no judge checkpoint: the audit runs without one
+    assert cards.count(">not trained<") == 2  # nor a stronger judge: said, not hidden
+    assert cards.count("not measured: 16-px faces") == 2  # dlib's distance is calibrated at 64 px
     assert cards.count("undefined: the full-precision recourse changes nothing") == 2  # CRG_i and DirSim_i
     assert "cannot be compared with the full-precision one: the full-precision recourse changes nothing" \
         in shown[app.verdict]

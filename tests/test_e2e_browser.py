@@ -2,7 +2,7 @@
 
 import pytest
 
-from recourse.render.audit_html import CARDS, JUDGE_CARDS
+from recourse.render.audit_html import CARD_TITLES
 from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS, audit_gallery_face, start_app
 
 pytestmark = [pytest.mark.requires("chromium", "playwright", "committed_variants"), pytest.mark.slow]
@@ -20,10 +20,11 @@ def test_gallery_audit_in_a_browser(tmp_path):
             for selector in ("#aligned img", "#teacher-cf img", "#student-cf img"):
                 assert page.locator(selector).evaluate("img => img.complete && img.naturalWidth > 0"), selector
             cards = page.locator("#value-cards .value-card")
-            assert cards.count() == len(CARDS) + len(JUDGE_CARDS)
+            assert cards.count() == len(CARD_TITLES)
             text = page.locator("#value-cards").inner_text()
-            for _, title, _ in CARDS + JUDGE_CARDS:
+            for title in CARD_TITLES:
                 assert title in text
+            assert "kept ✓" in text or "changed ✗" in text  # dlib's identity check on a 64-px face
             assert "no judge" not in text  # the committed judge sees the gallery face's framing
             assert "recourse" in page.locator("#verdict").inner_text()
             page.get_by_text("Both models' 40 predictions").click()  # a closed accordion

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from recourse.render.audit_html import CARDS, JUDGE_CARDS
+from recourse.render.audit_html import CARD_TITLES
 from scripts.app_screenshot import audit_gallery_face
 
 pytestmark = [pytest.mark.requires("chromium", "playwright", "committed_variants"), pytest.mark.slow]
@@ -39,7 +39,7 @@ def test_an_error_clears_the_earlier_results(browser_and_url, tmp_path):
     browser, url = browser_and_url
     page = browser.new_page(viewport={"width": 1280, "height": 800})
     audit_gallery_face(page, url)
-    assert page.locator("#value-cards .value-card").count() == len(CARDS) + len(JUDGE_CARDS)
+    assert page.locator("#value-cards .value-card").count() == len(CARD_TITLES)
     tiny = tmp_path / "tiny.png"
     Image.fromarray(np.zeros((10, 10, 3), np.uint8)).save(tiny)
     page.locator("#upload input[type=file]").set_input_files(str(tiny))

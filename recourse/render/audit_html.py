@@ -46,6 +46,10 @@ IDENTITY_CARDS: tuple[tuple[str, str, str], ...] = (
     ("student", "same person in x'_g", "The same for the compressed model's recourse."),
 )
 
+# Every card's title, in the order shown.
+CARD_TITLES: tuple[str, ...] = tuple(title for cards in (CARDS, JUDGE_CARDS, STRONG_JUDGE_CARDS, IDENTITY_CARDS)
+                                     for _, title, _ in cards)
+
 _GOOD, _BAD, _NEUTRAL = "#dcfce7", "#fee2e2", "#f3f4f6"
 
 
