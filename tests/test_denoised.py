@@ -8,7 +8,7 @@ from torch import nn
 
 from recourse.data import attribute_index
 from recourse.generation import METHODS, CounterfactualConfig, generate
-from recourse.generation.denoised import change_mask, inpaint, smallest_step
+from recourse.generation.denoised import _denoised_change, change_mask, denoised_edit, inpaint, smallest_step
 from recourse.generation.face_denoiser import FaceDenoiser
 
 SMILING = attribute_index("Smiling")
@@ -136,3 +136,27 @@ def test_an_unknown_method_is_refused_with_the_choices():
 def test_images_at_another_size_than_the_denoiser_are_refused(generator):
     with pytest.raises(ValueError, match="32 px"):
         generate(torch.rand(1, 3, 16, 16), Brightness(), "Smiling", 1, CONFIG, generator)
+
+
+def test_no_edit_is_no_change_whatever_the_denoiser_cannot_draw(generator):
+    image = faces(1, seed=3)
+    noise = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
+    change = _denoised_change(generator.face_denoiser, image, torch.zeros_like(image), noise, 0.5)
+    assert torch.equal(change, torch.zeros_like(change))
+
+
+@pytest.mark.parametrize("output", ["difference", "inpaint"])
+def test_both_outputs_reach_the_target_and_keep_the_face_outside_the_mask(generator, output):
+    image = faces(1, seed=4)
+    config = replace(CONFIG, denoised_output=output, mask_threshold=0.1, mask_dilation=0)
+    edited, mask = denoised_edit(image, Brightness(), SMILING, torch.tensor([1.0]), config,
+                                 generator.face_denoiser, seed=0)
+    outside = mask[0, 0] == 0
+    assert bool(outside.any()), "the mask covers everything: nothing is checked"
+    assert torch.allclose(edited[..., outside], image[..., outside], atol=1e-6)
+    assert Brightness()(edited)[0, SMILING] > Brightness()(image)[0, SMILING]
+
+
+def test_an_unknown_output_is_refused_with_the_choices():
+    with pytest.raises(ValueError, match="difference, inpaint"):
+        CounterfactualConfig(denoised_output="paste")

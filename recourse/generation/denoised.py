@@ -9,10 +9,13 @@ For one face ``x`` and the audited model ``M`` on its own:
    change the prior keeps. An L1 term keeps the denoised estimate near ``x``, and a second
    term keeps ``M``'s view of the other attributes. The step is the gradient on the one-step
    clean estimate (FastDiME), never a guide's: two models' edits are free to differ.
-2. **Keep the rest of the face.** A mask of where the denoised estimate changed (against
-   the same noise without the edit; thresholded, dilated, softened), then RePaint-style
-   inpainting with ``D``: inside the mask the edit is denoised from ``inpaint_sigma`` down,
-   outside it the original is put back at each level's noise, and at the end exactly.
+2. **Keep the rest of the face.** By default (``denoised_output="difference"``) the result
+   is ``x`` plus the denoiser's *change*, ``D(x + δ + σε) − D(x + σε)`` with the same ``ε``
+   (averaged over ``output_draws`` draws), inside a mask of where it changed (thresholded,
+   dilated, softened): what ``D`` cannot draw at this level (an undertrained denoiser leaves
+   colour speckle) cancels, and the face outside the mask is exactly the original. With
+   ``"inpaint"``, ``D``'s own image fills the mask, re-drawn RePaint-style from
+   ``inpaint_sigma`` down with the original put back outside it at each level's noise.
 3. **The smallest step that counts.** On the straight path from ``x`` to that image, the
    first point where the deciding model (a compressed model's integer kernels, or ``M``) is
    past ``margin``, found by bisection; where even the whole edit is not, the whole edit.
@@ -68,13 +71,24 @@ def inpaint(denoiser: FaceDenoiser, edited: torch.Tensor, original: torch.Tensor
     return mask * ((clean + 1) / 2).clamp(0, 1) + (1 - mask) * original
 
 
+def _denoised_change(denoiser: FaceDenoiser, image: torch.Tensor, edit: torch.Tensor, noise: torch.Tensor,
+                     sigma: float) -> torch.Tensor:
+    """``D(x + δ + σε) − D(x + σε)`` with the same ``ε``: the part of ``δ`` the face prior
+    keeps (for small ``δ``, ``D``'s Jacobian applied to it, which passes face-like changes and
+    removes the rest), while what ``D`` itself cannot draw at this level cancels."""
+    with torch.no_grad():
+        reference = denoiser(image + sigma / 2 * noise, sigma)
+    return denoiser((image + edit).clamp(0, 1) + sigma / 2 * noise, sigma) - reference
+
+
 def denoised_edit(image: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
                   denoiser: FaceDenoiser, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """Stages 1–2 for one image ``(1, 3, H, W)``: the inpainted edit and its mask."""
+    """Stages 1–2 for one image ``(1, 3, H, W)``: the edited image and its mask."""
     others = torch.ones(40, dtype=torch.bool)
     others[index] = False
     with torch.no_grad():
         before = torch.sigmoid(model(image))[:, others]
+    difference = config.denoised_output == "difference"
     sigma01 = config.sigma / 2  # the denoiser's σ is in [−1, 1] units, the image in [0, 1]
     # The edit lives on a coarse grid, upsampled smoothly: per-pixel steps become a speckle
     # larger than the noise the denoiser removes, which it then passes through.
@@ -86,15 +100,27 @@ def denoised_edit(image: torch.Tensor, model: nn.Module, index: int, sign: torch
 
     for step in range(config.edit_steps):
         noise = _noise(seed, step, tuple(image.shape))
-        estimate = denoiser((image + upsampled()).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
-        logits = model(estimate)
+        if difference:
+            change = _denoised_change(denoiser, image, upsampled(), noise, config.sigma)
+            seen = (image + change).clamp(0, 1)
+        else:
+            seen = denoiser((image + upsampled()).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
+            change = seen - image
+        logits = model(seen)
         loss = (F.softplus(config.margin + config.overshoot - sign * logits[:, index])
                 + config.preserve_weight * F.binary_cross_entropy_with_logits(logits[:, others], before)
-                + config.proximity_weight * (estimate - image).abs().mean())
+                + config.proximity_weight * change.abs().mean())
         optimizer.zero_grad(set_to_none=True)
         loss.sum().backward()
         optimizer.step()
     with torch.no_grad():
+        if difference:
+            draws = [_denoised_change(denoiser, image, upsampled(), _noise(seed, config.edit_steps + k,
+                                                                           tuple(image.shape)), config.sigma)
+                     for k in range(config.output_draws)]
+            change = torch.stack(draws).mean(dim=0)
+            mask = change_mask(image + change, image, config.mask_threshold, config.mask_dilation)
+            return (image + mask * change).clamp(0, 1), mask
         noise = _noise(seed, config.edit_steps, tuple(image.shape))
         edited = denoiser((image + upsampled()).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
         reference = denoiser(image + sigma01 * noise, config.sigma).clamp(0, 1)

@@ -49,6 +49,7 @@ MAX_WEIGHT = 10_000.0  # guidance scale and loss weights (the defaults are 5 to 
 MAX_MARGIN = 50.0  # logits; a sigmoid is 1 - 2e-22 there
 MAX_SEED = 2**32 - 1
 STOP_SEARCHES = ("interpolate", "bisect")
+DENOISED_OUTPUTS = ("difference", "inpaint")
 STOP_HALVINGS = 12  # the bisected stop is within 1/4096 of a step of the crossing
 
 
@@ -78,6 +79,10 @@ class CounterfactualConfig:
     mask_dilation: int = 3  # pixels the mask grows by
     inpaint_sigma: float = 0.3  # noise level the masked edit is re-drawn from
     inpaint_steps: int = 6  # denoising steps of the inpainting (0: blend through the mask only)
+    # "difference": x plus D's change (D(x + δ + σε) − D(x + σε), same ε), so that what D
+    # cannot draw cancels; "inpaint": D's image itself inside the mask, re-drawn by RePaint
+    denoised_output: str = "difference"
+    output_draws: int = 4  # noise draws the final change is averaged over ("difference")
 
     def __post_init__(self) -> None:
         # Bounds far past any useful setting, so that a typo or a hostile request cannot buy
@@ -102,6 +107,10 @@ class CounterfactualConfig:
         check_int("mask_dilation", self.mask_dilation, 0, 32)
         check_float("inpaint_sigma", self.inpaint_sigma, 0.001, 10.0)
         check_int("inpaint_steps", self.inpaint_steps, 0, MAX_STEPS)
+        check_int("output_draws", self.output_draws, 1, 64)
+        if self.denoised_output not in DENOISED_OUTPUTS:
+            raise ValueError(f"denoised_output must be one of {', '.join(DENOISED_OUTPUTS)}, "
+                             f"got {self.denoised_output!r}")
         if self.stop_search not in STOP_SEARCHES:
             raise ValueError(f"stop_search must be one of {', '.join(STOP_SEARCHES)}, got {self.stop_search!r}")
 
