@@ -189,7 +189,11 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     from recourse.instruments.identity import face_descriptor
     from recourse.render.text import quality_lines
 
+    import numpy as np
+
     config = _counterfactual_config(args)
+    if args.threads:
+        torch.set_num_threads(args.threads)
     classifier = load_classifier(_model_dir(args, args.classifier))
     oracle = load_classifier(_model_dir(args, args.oracle, "oracle"))
     judge = load_classifier(_model_dir(args, args.judge, "judge"))
@@ -202,11 +206,18 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     subset = images.images[: args.n]
     bars = stage_bars("img")
     started = time.time()
+    kept: dict[str, np.ndarray] = {}
     report = evaluate_counterfactual_quality(
         subset, images.images, classifier, oracle, generator, tuple(args.attributes), config,
         progress=lambda attribute, done, total: bars(f"counterfactuals {attribute}", done, total), judge=judge,
         identity=None if args.no_identity else face_descriptor(), reference_labels=images.labels,
-        strong_judge=strong_judge)
+        strong_judge=strong_judge,
+        keep=(lambda attribute, counterfactuals: kept.__setitem__(attribute, counterfactuals.numpy().astype(np.float16)))
+        if args.save_counterfactuals else None)
+    if args.save_counterfactuals:
+        Path(args.save_counterfactuals).parent.mkdir(parents=True, exist_ok=True)
+        np.savez(args.save_counterfactuals, split=args.split, n=len(subset), **kept)
+        print(f"counterfactuals (float16) saved to {shown(Path(args.save_counterfactuals))}")
     output = {"command": _command_line(args), "data": str(args.data), "split": args.split, "n": len(subset),
               "generator": str(args.generator), "seconds": round(time.time() - started, 1),
               "threads": torch.get_num_threads(), **report.to_dict()}
@@ -311,24 +322,75 @@ def command_audit(args: argparse.Namespace) -> int:
     from recourse.render.text import audit_line
 
     settings = AuditSettings(counterfactual=_counterfactual_config(args, minimal_recourse()))
-    if args.model is not None or _is_card(args.variant):  # an auditor's own models, by their cards
-        from recourse.foreign.pairs import foreign_pair
-
-        if not _is_card(args.variant):
-            raise ValueError(f"--model needs --variant to be a model card too, got {args.variant!r}: a committed "
-                             "variant is audited against the committed classifier")
-
-        pair = foreign_pair(args.model, args.variant, args.attribute)
-        result = audit_image(Path(args.image), pair.name, args.attribute, args.target, settings,
-                             teacher=pair.teacher, student=pair.student)
-        if pair.black_box is not None:
-            print(f"{pair.name} is a black box: {pair.black_box.forward_passes} forward passes "
-                  f"({pair.black_box.estimates} zeroth-order gradients)")
-    else:
-        result = audit_image(Path(args.image), args.variant, args.attribute, args.target, settings)
+    name, teacher, student, black_box = _audited_pair(args)  # committed, or an auditor's own by their cards
+    result = audit_image(Path(args.image), name, args.attribute, args.target, settings, teacher=teacher,
+                         student=student)
+    if black_box is not None:
+        print(f"{name} is a black box: {black_box.forward_passes} forward passes "
+              f"({black_box.estimates} zeroth-order gradients)")
     _write_json(args.json, {"command": _command_line(args), "image": str(args.image), **audit_record(result)})
     print(audit_line(result))
     print(result.verdict)
+    if args.json:
+        print(f"wrote {args.json}")
+    return 0
+
+
+def _audited_pair(args: argparse.Namespace):
+    """``(variant name, teacher, student, black box)`` of an audit or scan: the committed pair
+    (``None``s: the library loads them) or, where ``--variant`` (and ``--model``) are model
+    cards, an auditor's own models (recourse.foreign.pairs)."""
+    if args.model is None and not _is_card(args.variant):
+        return args.variant, None, None, None
+    if not _is_card(args.variant):
+        raise ValueError(f"--model needs --variant to be a model card too, got {args.variant!r}: a committed "
+                         "variant is audited against the committed classifier")
+    from recourse.foreign.pairs import foreign_pair
+
+    pair = foreign_pair(args.model, args.variant, args.attribute)
+    return pair.name, pair.teacher, pair.student, pair.black_box
+
+
+def command_scan(args: argparse.Namespace) -> int:
+    from recourse.audit import AuditSettings, minimal_recourse, model_resolution
+    from recourse.progress import stage_bars
+    from recourse.scan import read_folder, scan_images
+
+    settings = AuditSettings(counterfactual=_counterfactual_config(args, minimal_recourse()))
+    name, teacher, student, black_box = _audited_pair(args)
+    if teacher is None:
+        from recourse import models
+
+        teacher = models.load_teacher()
+    names, images = read_folder(args.folder, args.split, args.count, model_resolution(teacher))
+    bars = stage_bars("face")
+    cases = []
+    for done, total, cases in scan_images(names, images, name, args.attribute, settings, teacher=teacher,
+                                          student=student):
+        bars("scan", done, total)
+    lines = [f"{'rank':>4}  {'file':<16} {'target':>6}  {'divergence':<20} V_f(x'_f) V_g(x'_f) V_g(x'_g)  CRG_i  DirSim_i"]
+    for rank, case in enumerate(cases, 1):
+        r = case.recourse
+        crg = f"{r.crg:.3f}" if r.crg is not None and case.compared else "-"
+        dirsim = f"{r.dirsim:.1f}" if r.dirsim is not None and case.compared else "-"
+        lines.append(f"{rank:>4}  {case.filename:<16} {case.target:>6}  {str(case.score_label):<20} "
+                     f"{r.teacher_valid!s:<9} {r.student_accepts_teacher!s:<9} {r.student_valid!s:<9}  {crg:>5}  {dirsim:>8}")
+    print(f"{len(cases)} faces of {args.folder} ({args.split}) ranked for {name}, {args.attribute}, margin "
+          f"{settings.counterfactual.margin:g}, worst first:")
+    print("\n".join(lines))
+    if black_box is not None:
+        print(f"{name} is a black box: {black_box.forward_passes} forward passes "
+              f"({black_box.estimates} zeroth-order gradients)")
+    _write_json(args.json, {
+        "command": _command_line(args), "variant": name, "attribute": args.attribute, "split": args.split,
+        "settings": settings.to_dict(),
+        "black_box_forward_passes": None if black_box is None else black_box.forward_passes,
+        "cases": [{"rank": rank, "file": c.filename, "target": c.target, "divergence": c.divergence,
+                   "score": c.score_label, "face_logit": c.face_logit, **c.recourse.to_dict(),
+                   "judge": None if c.judge is None else {"on_face": c.judge.on_face,
+                                                          "on_teacher_counterfactual": c.judge.on_teacher_counterfactual,
+                                                          "on_student_counterfactual": c.judge.on_student_counterfactual}}
+                  for rank, c in enumerate(cases, 1)]})
     if args.json:
         print(f"wrote {args.json}")
     return 0
@@ -515,6 +577,9 @@ def build_parser() -> argparse.ArgumentParser:
     quality.add_argument("--judge", help="adversarially robust judge (default checkpoints/judge)")
     quality.add_argument("--strong-judge", help="the stronger robust judge (default checkpoints/strong-judge, if trained)")
     quality.add_argument("--no-identity", action="store_true", help="leave out FVA and FS (dlib's face descriptor)")
+    quality.add_argument("--save-counterfactuals", help="also write the counterfactuals here (.npz, float16), for "
+                         "instruments trained later: scripts.rescore_judge")
+    quality.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     quality.add_argument("--json", help="write the report here")
     quality.set_defaults(run=command_evaluate_counterfactuals)
 
@@ -549,6 +614,25 @@ def build_parser() -> argparse.ArgumentParser:
     audit.add_argument("--seed", type=int)
     audit.add_argument("--json", help="write the whole audit here")
     audit.set_defaults(run=command_audit)
+
+    scan = commands.add_parser("scan", help="rank a folder's faces by how far a variant's recourse departs from "
+                                            "the classifier's (the failure finder)")
+    scan.add_argument("folder", help="a CelebA-HQ or original CelebA folder")
+    scan.add_argument("--variant", required=True,
+                      help="compressed variant id, e.g. ptq-int8, or the model card (file or folder) of your own "
+                           "compressed model")
+    scan.add_argument("--model", help="the model card of your own full-precision model (default: the committed "
+                                      "classifier)")
+    scan.add_argument("--attribute", required=True, help="one of the 40 CelebA attribute names, e.g. Smiling")
+    scan.add_argument("--split", choices=SPLITS, default="test")
+    scan.add_argument("--count", type=int, default=16, help="faces to rank (the first usable ones of the split)")
+    scan.add_argument("--finish-steps", type=int, help="most editing steps (default 120)")
+    scan.add_argument("--margin", type=finite_float,
+                      help=f"logits past the boundary each recourse is pushed (default {SINGLE_FACE_MARGIN:g}"
+                           f"{MARGIN_NOTES[SINGLE_FACE_MARGIN]})")
+    scan.add_argument("--seed", type=int)
+    scan.add_argument("--json", help="write the ranking here")
+    scan.set_defaults(run=command_scan)
     return parser
 
 
@@ -565,7 +649,7 @@ def _is_card(value: str | None) -> bool:
 def _uses_committed_models(args: argparse.Namespace) -> bool:
     """Whether the command reads ``checkpoints/`` whatever its options: then a missing folder
     is said in one line naming RECOURSE_HOME before anything else is loaded."""
-    if args.command == "audit":
+    if args.command in ("audit", "scan"):
         return True
     if args.command == "counterfactual":
         return args.variant is not None or args.checkpoint is None or args.generator == str(generator_dir())

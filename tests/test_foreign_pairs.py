@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -71,3 +72,31 @@ def test_command_line_refuses_model_without_variant_card(tmp_path: Path, capsys:
     assert code == 2 and "--model needs --variant to be a model card too" in capsys.readouterr().err
     code = main(["audit", str(tmp_path / "face.png"), "--variant", str(folder), "--attribute", "Eyeglasses"])
     assert code == 2 and "does not predict Eyeglasses; it predicts Male, Smiling, Young" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("variant_format", ["torch-export", "onnx"])
+def test_scan_ranks_a_folder_for_a_foreign_pair(tmp_path: Path, hq_folder, variant_format: str,
+                                                capsys: pytest.CaptureFixture) -> None:
+    """`recourse scan --model CARD --variant CARD`: the failure finder on an auditor's own pair
+    (differentiable, and a black box whose forward passes are reported), with the committed generator."""
+    root, _ = hq_folder
+    model = save_different(tmp_path / "fp", "safetensors")
+    variant = save_different(tmp_path / "q", variant_format)
+    out = tmp_path / "scan.json"
+    code = main(["scan", str(root), "--model", str(model), "--variant", str(variant), "--attribute", "Young",
+                 "--count", "2", "--finish-steps", "3", "--json", str(out)])
+    printed = capsys.readouterr().out
+    assert code == 0 and "2 faces of" in printed and "ranked for different, Young" in printed
+    record = json.loads(out.read_text())
+    assert [case["rank"] for case in record["cases"]] == [1, 2]
+    assert {case["file"] for case in record["cases"]} == {"27000.jpg", "27001.jpg"}
+    assert ("is a black box" in printed) == (variant_format == "onnx")
+    assert (record["black_box_forward_passes"] is not None) == (variant_format == "onnx")
+
+
+def test_scan_refuses_an_attribute_the_foreign_model_lacks(tmp_path: Path, hq_folder,
+                                                          capsys: pytest.CaptureFixture) -> None:
+    root, _ = hq_folder
+    variant = save_different(tmp_path / "q", "onnx")
+    code = main(["scan", str(root), "--variant", str(variant), "--attribute", "Eyeglasses"])
+    assert code == 2 and "does not predict Eyeglasses" in capsys.readouterr().err
