@@ -112,13 +112,16 @@ def evaluate_counterfactual_quality(
     identity: FaceDescriptor | None = None,
     reference_labels: np.ndarray | None = None,
     strong_judge: nn.Module | None = None,
+    keep: Callable[[str, torch.Tensor], None] | None = None,
 ) -> QualityReport:
     """Counterfactuals of ``uint8 (N, 3, H, W)`` images flipping each attribute's decision.
 
     Optional instruments: ``identity`` (``recourse.instruments.identity.face_descriptor()``) adds
     FVA and FS; ``reference_labels`` (``uint8 (M, 40)``, of ``reference_images``) adds FD and KID
     against real faces with the target attribute beside the real-versus-real floor. Reference
-    images identical to one of ``images`` are left out of that comparison.
+    images identical to one of ``images`` are left out of that comparison. ``keep(attribute,
+    counterfactuals)`` receives each attribute's counterfactuals, so that an instrument trained
+    later can score the same pictures without making them again.
     """
     classifier.eval()
     oracle.eval()
@@ -152,6 +155,8 @@ def evaluate_counterfactual_quality(
             if progress is not None:
                 progress(attribute, stop, len(x))
         counterfactuals = torch.cat(counterfactuals)
+        if keep is not None:
+            keep(attribute, counterfactuals)
         with torch.no_grad():
             classifier_after = decisions(classifier(counterfactuals))
             oracle_after = decisions(oracle(counterfactuals))
