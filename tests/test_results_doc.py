@@ -87,3 +87,34 @@ def test_the_committed_replication_compares_the_two_committed_runs():
     found = replications(first, second)
     assert record["values"] == json.loads(json.dumps([d.to_dict() for d in found]))
     assert record["summary"] == summarise(found).to_dict()
+
+
+def test_the_instruments_read_their_numbers_and_say_what_is_not_measured(tmp_path, monkeypatch):
+    """Hand-made result files: each instrument's paragraph shows its numbers and floor, and an
+    instrument without a committed file says so, with the command that makes it."""
+    results = tmp_path / "assets" / "results"
+    results.mkdir(parents=True)
+
+    def transfer(attacked, attribute, own, judge, strong):
+        return {"attribute": attribute, "attacked": attacked, "n": 10, "epsilon": 0.02, "mean_change": 0.015,
+                "attacked_flip_rate": own, "judges": {"judge": {"flip_rate": judge, "agreed": 9},
+                                                      "strong-judge": {"flip_rate": strong, "agreed": 8}}}
+
+    (results / "judge-transfer-val.json").write_text(json.dumps({
+        "command": "python -m scripts.judge_check --judges judge strong-judge", "split": "val", "n": 10,
+        "attacked": ["classifier", "guide"], "judges": ["judge", "strong-judge"], "threads": 1, "seconds": 5.0,
+        "attributes": [], "transfer": [transfer("classifier", "Smiling", 100.0, 2.0, 0.0),
+                                       transfer("classifier", "Male", 100.0, 4.0, 1.0),
+                                       transfer("guide", "Smiling", 50.0, 30.0, 5.0),
+                                       transfer("guide", "Male", 40.0, 10.0, 2.5)]}))
+    (results / "edit-discriminator-test.json").write_text(json.dumps({
+        "command": "python -m scripts.edit_discriminator", "auc": 0.8125, "train_auc": 0.9, "n_train": 40, "n_test": 20}))
+    monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
+    page = results_doc.render()
+    assert "| Smiling | 0.0200 | 100.0 | 2.0 (9) | 0.0 (8) | 50.0 | 30.0 (9) | 5.0 (8) |" in page
+    assert "The judge is flipped on 2.0–4.0% of the faces by the attack on the classifier, 10.0–30.0%" in page
+    assert "The strong-judge is flipped on 0.0–1.0% of the faces by the attack on the classifier, 2.5–5.0%" in page
+    assert "is not trained yet" not in page  # both judges are in the file
+    assert "Test AUC 0.812 (train 0.900; 40 train and 20 test faces" in page
+    assert "_The two-model floor (the seed-1 classifier is being trained" in page and "--reference-models" in page
+    assert "_The identity calibration: not measured yet._" in page
