@@ -408,8 +408,8 @@ def resolve_judge(judge: nn.Module | None | str, resolution: int) -> nn.Module |
 
 def resolve_strong_judge(judge: nn.Module | None | str, resolution: int) -> tuple[nn.Module | None, str | None]:
     """The stronger judge to use and, where there is none, why: the committed one for
-    ``COMMITTED`` ("not trained" while ``checkpoints/strong-judge`` does not exist); a module as
-    given; None: "not used"."""
+    ``COMMITTED`` ("not trained" while ``checkpoints/strong-judge`` does not exist, "in training
+    (epoch k of n)" while it holds an early epoch's checkpoint); a module as given; None: "not used"."""
     if judge is None:
         return None, "not used"
     if judge != COMMITTED:
@@ -420,9 +420,13 @@ def resolve_strong_judge(judge: nn.Module | None | str, resolution: int) -> tupl
     if not strong_judge_dir().is_dir():
         return None, "not trained"
     try:
-        judge = models.load_strong_judge()
+        # a checkpoint its training saved after an early epoch is not the judge fixed in advance
+        unfinished = models.training_unfinished(strong_judge_dir())
+        judge = None if unfinished else models.load_strong_judge()
     except (CheckpointError, FileNotFoundError):
         return None, "does not load"
+    if unfinished:
+        return None, unfinished
     if model_resolution(judge) != resolution:
         return None, f"sees {model_resolution(judge)}-px faces, not {resolution}-px"
     return judge, None

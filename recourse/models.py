@@ -43,6 +43,16 @@ def load_strong_judge() -> nn.Module:
     return load_classifier(strong_judge_dir()).eval()
 
 
+def training_unfinished(directory) -> str | None:
+    """"in training (epoch k of n)" where a classifier's folder holds a checkpoint that its training
+    saved before its last epoch (training writes its best epoch so far after every epoch), else None."""
+    from recourse.checkpoints import read_config
+
+    config = read_config(directory)
+    done, planned = len(config.get("history", [])), config.get("train_config", {}).get("epochs")
+    return f"in training (epoch {done} of {planned})" if planned and done < planned else None
+
+
 @functools.lru_cache(maxsize=1)
 def load_generator():
     """The committed generator, its files checked against its manifest first (diffusers

@@ -38,6 +38,7 @@ import torch
 
 from recourse.checkpoints import load_classifier
 from recourse.data import load_framed_split, to_float_images
+from recourse.models import training_unfinished
 from recourse.paths import guide_dir, judge_dir, shown, strong_judge_dir, teacher_dir
 from recourse.robustness import attack_transfers
 
@@ -46,8 +47,8 @@ JUDGES = {"judge": judge_dir, "strong-judge": strong_judge_dir}
 
 
 def committed_judges() -> list[str]:
-    """Every judge whose folder exists: the strong judge joins once it is trained."""
-    return [name for name, folder in JUDGES.items() if folder().is_dir()]
+    """Every judge whose folder holds a finished training: the strong judge joins once it is trained."""
+    return [name for name, folder in JUDGES.items() if folder().is_dir() and training_unfinished(folder()) is None]
 
 
 def _rate(value: float) -> str:
@@ -75,6 +76,9 @@ def main() -> None:
     if missing:
         parser.error(f"no folder for {', '.join(missing)} ({', '.join(shown(JUDGES[m]()) for m in missing)}): "
                      "train it first, or leave it out of --judges")
+    for name in names:  # asked for by name: measured, and said to be unfinished where it is
+        if training_unfinished(JUDGES[name]()):
+            print(f"{name}: {training_unfinished(JUDGES[name]())}: its numbers are not the finished judge's")
     started = time.time()
     costs = {row["attribute"]: row["proximity"] for row in json.loads(Path(args.costs).read_text())["attributes"]}
     judges = {name: load_classifier(JUDGES[name]()) for name in names}
@@ -100,6 +104,8 @@ def main() -> None:
               "judge": json.loads((judge_dir() / "config.json").read_text()).get("test_accuracy"),
               "judge_accuracy": {name: json.loads((JUDGES[name]() / "config.json").read_text()).get("test_accuracy")
                                  for name in names},
+              "unfinished": {name: training_unfinished(JUDGES[name]()) for name in names
+                             if training_unfinished(JUDGES[name]())},
               "threads": torch.get_num_threads(),
               "attributes": attributes, "transfer": transfer, "seconds": round(time.time() - started, 1)}
     if args.json:

@@ -317,6 +317,34 @@ def test_a_missing_strong_judge_and_identity_are_said_not_hidden(teacher, image,
     assert "strong judge: no / no" in audit_line(strong)
 
 
+def test_a_strong_judge_still_in_training_is_said_so_and_a_finished_one_is_used(teacher, image, tiny_generator,
+                                                                               monkeypatch, tmp_path):
+    """Its training saves the best epoch so far after every epoch: an early epoch's checkpoint
+    is not the judge fixed in advance, so the audit names it instead of using it."""
+    import recourse.paths
+    from recourse import models
+    from recourse.checkpoints import save_classifier
+
+    folder = tmp_path / "strong-judge"
+    monkeypatch.setattr(recourse.paths, "strong_judge_dir", lambda: folder)
+    monkeypatch.setattr(models, "strong_judge_dir", lambda: folder)
+    arguments = (image, "ptq-int8", "Smiling", 1, TINY, teacher, same_as(teacher), tiny_generator)
+    history = [{"epoch": e, "train_loss": 0.5, "val_accuracy": 80.0} for e in (1, 2, 3)]
+    save_classifier(tiny_classifier(), folder, {"train_config": {"epochs": 10}, "history": history[:1]})
+    models.load_strong_judge.cache_clear()
+    early = audit_image(*arguments, judge=teacher)
+    assert early.strong_judge is None and early.missing["strong_judge"] == "in training (epoch 1 of 10)"
+    assert value_cards(early).count(">in training (epoch 1 of 10)<") == 2
+
+    save_classifier(tiny_classifier(), folder, {"train_config": {"epochs": 3}, "history": history})
+    models.load_strong_judge.cache_clear()
+    try:
+        done = audit_image(*arguments, judge=teacher)
+    finally:
+        models.load_strong_judge.cache_clear()  # the next test must not see this tiny judge
+    assert done.strong_judge is not None and "strong_judge" not in done.missing, done.missing
+
+
 # --- the committed models ---------------------------------------------------------------------
 
 
