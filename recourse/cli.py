@@ -199,8 +199,16 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     judge = load_classifier(_model_dir(args, args.judge, "judge"))
     strong = Path(args.strong_judge) if args.strong_judge else strong_judge_dir()
     strong_judge = load_classifier(strong) if strong.is_dir() else None  # not trained yet: left out, and said
+    from recourse.models import training_unfinished
+
+    unfinished = training_unfinished(strong) if strong_judge is not None else None
+    if unfinished and not args.strong_judge:  # an early epoch's checkpoint is not the judge fixed in advance
+        strong_judge = None
+    elif unfinished:  # named by the user: used, and said
+        print(f"warning: the stronger judge at {shown(strong)} is {unfinished}")
     if strong_judge is None:
-        print(f"no stronger judge at {shown(strong)}: its FR is left out")
+        print(f"no finished stronger judge at {shown(strong)}{f' ({unfinished})' if unfinished else ''}: "
+              "its FR is left out")
     generator = load_generator(args.generator)
     images = load_images(args, args.split, classifier.config.resolution)
     subset = images.images[: args.n]
@@ -414,7 +422,8 @@ def command_benchmark(args: argparse.Namespace) -> int:
         data=Path(args.data), out=Path(args.out), split=args.split, settings=settings, variants=tuple(args.variants),
         checkpoint=_model_dir(args, args.checkpoint), variants_dir=Path(args.variants_dir or variants_dir()),
         generator=args.generator, image_cache=_cache(args), command=_command_line(args),
-        reference_models=tuple(Path(folder) for folder in args.reference_models))
+        reference_models=tuple(Path(folder) for folder in args.reference_models),
+        models=tuple(Path(card) for card in args.models))
     result = run_benchmark(config, stage_bars("task"))
     if result is not None:
         write_markdown(result, config.out)
@@ -543,6 +552,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="the intervals' task level: the ordinary bootstrap (default) or the Bayesian one")
     bench.add_argument("--reference-models", nargs="*", default=[],
                        help="other full-precision classifier folders, each a reference row fp32-ref-<folder>")
+    bench.add_argument("--models", nargs="*", default=[],
+                       help="model cards (files or folders) of your own models, each a row against the classifier; "
+                            "a quantized one is also timed against the float model of the same runtime given here "
+                            "(docs/foreign-models.md)")
     bench.set_defaults(run=command_benchmark)
 
     train_generator = commands.add_parser("train-generator", help="train the latent diffusion face generator")

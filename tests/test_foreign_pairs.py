@@ -48,8 +48,9 @@ def test_edit_basis_is_the_face_basis_or_smooth_changes_without_one() -> None:
     autoencoder = SimpleNamespace(components=components, config=SimpleNamespace(resolution=32))
     basis = edit_basis(SimpleNamespace(autoencoder=autoencoder), k=4)
     flat = basis.reshape(4, -1).double()
-    assert basis.shape == (4, 3, 64, 64)  # resized to the project's images, orthonormal again
+    assert basis.shape == (4, 3, 32, 32)  # at the generator's resolution, that of the images it edits
     assert torch.allclose(flat @ flat.T, torch.eye(4, dtype=torch.float64), atol=1e-5)
+    assert edit_basis(SimpleNamespace(autoencoder=autoencoder)).shape[0] == 10  # at most all of them
     assert edit_basis(SimpleNamespace(autoencoder=None)).shape == (3 * 8 * 8, 3, 64, 64)
 
 

@@ -493,7 +493,9 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
         rows.append(BenchmarkRow(
             method=name, acc=mean_accuracy(student_decisions, labels), vd=summary.vd, crg=summary.crg,
             dirsim=summary.dirsim, success_rate=summary.success_rate,
-            overhead=overhead(train_seconds, fact.make_seconds, int8) if int8 is not None else None,
+            # a foreign model's making time is not known here: no overhead
+            overhead=overhead(train_seconds, fact.make_seconds, int8) if int8 is not None and fact.method != "foreign"
+            else None,
             agreement=agreement(teacher_decisions, student_decisions),
             twin_integer_agreement=agreement(twin_decisions, student_decisions),
             bits_per_weight=fact.bits_per_weight, size_mb=fact.size_bytes / 1e6,

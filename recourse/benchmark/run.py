@@ -58,6 +58,10 @@ class BenchmarkConfig:
     # Other full-precision classifiers (checkpoint folders), each a reference row
     # fp32-ref-<folder name>: what an independently trained model scores against the teacher.
     reference_models: tuple[Path, ...] = ()
+    # Model cards of an auditor's own models (recourse.foreign), each a row named after its
+    # card, audited against the teacher; quantized ones are also timed against their float
+    # original of the same runtime (recourse.benchmark.latency).
+    models: tuple[Path, ...] = ()
 
     def __post_init__(self) -> None:
         bad = [v for v in self.variants if not isinstance(v, str) or not _VARIANT_ID.match(v) or v == FP32
@@ -69,6 +73,8 @@ class BenchmarkConfig:
         if len(set(names)) != len(names) or not all(_VARIANT_ID.match(n) for n in names):
             raise ValueError(f"reference models must be folders with distinct, plain names; got "
                              f"{', '.join(map(str, self.reference_models))}")
+        if len(set(map(str, self.models))) != len(self.models):
+            raise ValueError(f"model cards must be distinct; got {', '.join(map(str, self.models))}")
 
 
 def reference_name(folder: Path) -> str:
@@ -94,6 +100,7 @@ class BenchmarkResult:
     families: tuple[FamilyRow, ...] = ()
     sweep: tuple[SweepPoint, ...] = ()
     claims: tuple[Claim, ...] = ()  # the family of claims with corrected p-values (issue 26)
+    latency: tuple[dict, ...] = ()  # recourse.benchmark.latency.LatencyComparison.to_dict() of --models
 
     def to_dict(self) -> dict:
         """JSON-ready: non-finite values (undefined metrics) are written as ``null``. Fields
@@ -108,6 +115,8 @@ class BenchmarkResult:
             record["families"] = [_set_only(asdict(family), NEW_FAMILY_FIELDS) for family in self.families]
         if self.claims:
             record["claims"] = [asdict(claim) for claim in self.claims]
+        if self.latency:
+            record["latency"] = [dict(row) for row in self.latency]
         if self.sweep:
             # a sweep written before it had intervals is read and written back as it was
             record["sweep"] = [{k: v for k, v in asdict(point).items() if k != "intervals" or v} for point in self.sweep]
@@ -127,7 +136,7 @@ class BenchmarkResult:
                        processes=int(record["processes"]), seconds=float(record["seconds"]),
                        settings=dict(record["settings"]), rows=rows,
                        definitions=record.get("definitions", DEFINITIONS), families=families, sweep=sweep,
-                       claims=found)
+                       claims=found, latency=tuple(record.get("latency", ())))
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"not a benchmark record ({type(error).__name__}: {error})") from None
 
@@ -209,6 +218,40 @@ def reference_rows(folders: tuple[Path, ...]) -> dict[str, tuple[Student, Varian
     return rows
 
 
+def foreign_rows(cards: tuple[Path, ...], generator) -> dict[str, tuple[Student, VariantFacts, str]]:
+    """Each model card as a student row named after its card: a differentiable model guides,
+    stops and decides; a black box decides with its own runtime and guides with gradients
+    estimated in ``generator``'s face basis (recourse.foreign.pairs). Returns the rows with
+    the digest of their weights, which keys their cached parts."""
+    from recourse.foreign.adapter import ForeignClassifier
+    from recourse.foreign.loaders import load_foreign
+    from recourse.foreign.pairs import BLACK_BOX_COMPONENTS, differentiable, edit_basis
+
+    basis = None
+    rows: dict[str, tuple[Student, VariantFacts, str]] = {}
+    for card in map(Path, cards):
+        model = ForeignClassifier(load_foreign(card))
+        name = model.card.name
+        if not _VARIANT_ID.match(name or "") or name in rows or name == FP32:
+            raise ValueError(f"{shown(card)}: a benchmark row needs a distinct plain card name "
+                             f"(letters, digits, . _ -), got {name!r}")
+        if not model.differentiable and basis is None:
+            basis = edit_basis(generator)
+        twin = differentiable(model, basis, seed=1)
+        digest = file_digest(model.card.weights_path)
+        details = {"card": shown(card), "runtime": model.loaded.runtime, "quantized": model.loaded.quantized,
+                   "differentiable": model.loaded.differentiable, "weights_digest": digest,
+                   "attributes": list(model.supported_attributes)}
+        if not model.differentiable:
+            details["black_box_components"] = int(basis.shape[0]) if basis is not None else BLACK_BOX_COMPONENTS
+        # an int8 quantizer's output (ONNX Runtime's and torchao's here); the card does not say its bits
+        bits = 8.0 if model.loaded.quantized else 32.0
+        rows[name] = (Student(name, twin, model), VariantFacts(model.loaded.quantized, bits, 0.0,
+                                                               model.card.weights_path.stat().st_size, details,
+                                                               "foreign"), digest)
+    return rows
+
+
 def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> BenchmarkResult | None:
     """Run (or resume) the benchmark; writes ``benchmark.json`` under ``config.out``
     (:func:`recourse.render.benchmark.write_markdown` adds ``benchmark.md``). Returns the result on the main process and ``None`` on the others.
@@ -250,6 +293,13 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
     for name, (reference, fact, digest) in reference_rows(config.reference_models).items():
         students[name], facts[name] = reference, fact
         fingerprints[name] = settings.fingerprint({**teacher_inputs, name: digest})
+    foreign = foreign_rows(config.models, generator)
+    for name, (student, fact, digest) in foreign.items():
+        if name in students:
+            raise ValueError(f"{fact.details['card']}: its name {name!r} is already a row; rename the card")
+        students[name], facts[name] = student, fact
+        fingerprints[name] = settings.fingerprint({**teacher_inputs, name: digest, **settings.student_inputs(),
+                                                   "black_box_components": str(fact.details.get("black_box_components"))})
     stage = f"benchmark tasks (process {state.process_index + 1}/{state.num_processes})"
 
     def chunks(done: int, total: int) -> None:
@@ -279,11 +329,16 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
         rows = benchmark_rows(records, teacher, students, facts, images, labels, train_seconds, teacher_bytes,
                               settings, decided)
         families = family_rows(rows, records, settings)
+        from recourse.benchmark.latency import compare_latency
+
+        latency = compare_latency({name: student.decider for name, (student, _, _) in foreign.items()},
+                                  to_float_images(images[:32]), settings.latency_repeats)
         result = BenchmarkResult(
             date=datetime.date.today().isoformat(), command=config.command, split=config.split, n=len(records),
             attributes=settings.attributes, accuracy_images=len(images), processes=state.num_processes,
             seconds=round(time.perf_counter() - started, 1), settings=asdict(settings), rows=tuple(rows),
             families=tuple(families), claims=tuple(claims(families)),
+            latency=tuple(row.to_dict() for row in latency),
             sweep=tuple(sweep_points(sweep, settings.margins, settings.bootstrap_samples)))
         config.out.mkdir(parents=True, exist_ok=True)
         (config.out / "benchmark.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")

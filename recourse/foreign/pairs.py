@@ -55,9 +55,10 @@ class ForeignPair:
 
 
 def edit_basis(generator=None, k: int = BLACK_BOX_COMPONENTS) -> torch.Tensor:
-    """The black box's gradient subspace ``(k, 3, 64, 64)``: the ``k`` leading components of
-    ``generator``'s PCA face basis (default: the committed generator), or smooth 8×8 changes
-    for a generator without one (a diffusers pixel pipeline)."""
+    """The black box's gradient subspace ``(k, 3, R, R)``: the ``k`` leading components of
+    ``generator``'s PCA face basis (default: the committed generator; ``R`` its resolution,
+    that of the images it edits), or smooth 8×8 changes of a 64×64 image for a generator
+    without one (a diffusers pixel pipeline)."""
     if generator is None:
         from recourse import models
 
@@ -65,13 +66,7 @@ def edit_basis(generator=None, k: int = BLACK_BOX_COMPONENTS) -> torch.Tensor:
     autoencoder = getattr(generator, "autoencoder", None)
     if autoencoder is None or getattr(autoencoder, "components", None) is None:
         return lowres_basis((3, 64, 64), BLACK_BOX_GRID)
-    resolution = autoencoder.config.resolution
-    basis = face_basis(autoencoder.components, k, resolution)
-    if resolution != 64:  # the project's images are 64×64; a resized basis is orthonormalised again
-        flat = torch.nn.functional.interpolate(basis, size=(64, 64), mode="bilinear", align_corners=False)
-        q, _ = torch.linalg.qr(flat.reshape(k, -1).double().T)
-        basis = q.T.reshape(k, 3, 64, 64).float()
-    return basis
+    return face_basis(autoencoder.components, min(k, autoencoder.components.shape[0]), autoencoder.config.resolution)
 
 
 def differentiable(model: ForeignClassifier, basis: torch.Tensor | None = None, seed: int = 0) -> nn.Module:

@@ -152,6 +152,19 @@ def heading(result: BenchmarkResult) -> str:
             f"{result.processes} process(es), {result.seconds:.0f} s.")
 
 
+def latency_table(latency: list[dict]) -> str:
+    """The quantized foreign models against their float originals, timed in the same run
+    (recourse.benchmark.latency)."""
+    lines = ["| runtime | quantized | float original | ms per image, quantized | ms per image, float | speed-up |",
+             "|---|---|---|---:|---:|---:|"]
+    for row in latency:
+        lines.append(f"| {row['runtime']} | {row['model']} | {row['original']} | {row['model_ms_per_image']:.3f} | "
+                     f"{row['original_ms_per_image']:.3f} | {row['speedup']:.2f}× |")
+    first = latency[0] if latency else {}
+    return "\n".join(lines) + (f"\n\nMedian of {first['repeats']} alternating calls on a batch of {first['batch']} "
+                               f"faces, {first['threads']} threads." if first else "")
+
+
 def markdown_report(result: BenchmarkResult) -> str:
     """``benchmark.md``: the table, its intervals, methods over seeds, the held-out attributes,
     the paired comparisons, the margin sweep and per attribute."""
@@ -160,6 +173,9 @@ def markdown_report(result: BenchmarkResult) -> str:
     parts = [heading(result), markdown_table(rows),
              f"Uncertainty (percentile bootstrap over tasks, {result.settings.get('bootstrap_samples', 1000)} "
              f"resamples):\n\n{intervals_table(rows)}"]
+    if result.latency:
+        parts.append("Latency of each quantized model card against its float original, same run:\n\n"
+                     + latency_table(list(result.latency)))
     if families:
         parts.append("Methods over their fine-tuning seeds (mean ± sd across seeds [95% interval, bootstrap over "
                      "seeds and tasks]), all attributes:\n\n" + families_table(families))
