@@ -227,6 +227,8 @@ def transfer_table() -> list[str]:
                  for model in attacked}
         lines.append(f"The {judge} is flipped on " + ", ".join(f"{span} of the faces by the attack on the {model}"
                                                                for model, span in spans.items()) + ".")
+    for judge, state in record.get("unfinished", {}).items():  # measured on an early epoch's checkpoint
+        lines += ["", f"The {judge} was {state} when this was measured: its numbers are not the finished judge's."]
     if "strong-judge" not in judges:
         lines += ["", "The stronger judge (`checkpoints/strong-judge`, radius 3) is not trained yet; once it is, the "
                   "same check with both judges:", "", "```bash", STRONG_JUDGE_CHECK, "```"]

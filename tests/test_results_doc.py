@@ -115,6 +115,7 @@ def test_the_instruments_read_their_numbers_and_say_what_is_not_measured(tmp_pat
     assert "The judge is flipped on 2.0–4.0% of the faces by the attack on the classifier, 10.0–30.0%" in page
     assert "The strong-judge is flipped on 0.0–1.0% of the faces by the attack on the classifier, 2.5–5.0%" in page
     assert "is not trained yet" not in page  # both judges are in the file
+    assert "was in training" not in page  # nor was either unfinished
     assert "Test AUC 0.812 (train 0.900; 40 train and 20 test faces" in page
     assert "_The two-model floor (the seed-1 classifier is being trained" in page and "--reference-models" in page
     assert "_The identity calibration: not measured yet._" in page
