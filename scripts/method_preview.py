@@ -1,10 +1,11 @@
 """A quick look at one counterfactual method on validation faces, to choose its settings.
 
-For ``--n`` validation faces and each attribute: the classifier's FR, both judges' FR on
-the faces where the judge agreed before, mean cost, and DirSim / CRG of the classifier
-against a compressed variant (and a second full-precision classifier when given), with a
-picture strip per attribute (original | full precision | variant) written to ``--sheets``.
-Validation only: settings are never chosen on the test split.
+For ``--n`` validation faces and each attribute: the classifier's FR, the oracle's FR on the
+faces where it agreed before, identity (FVA, FS), mean cost, and DirSim / CRG of the
+classifier against a compressed variant (and a second full-precision classifier when given),
+with a picture strip per attribute (original | full precision | variant) written to
+``--sheets``. Validation only: settings are never chosen on the test split, and never on a
+judge (neither judge is loaded here), so that the judges stay independent of every setting.
 
     python -m scripts.method_preview --data ../shared/data/celeba-hq-64 --method denoised --n 16 \\
         --set sigma=0.25 edit_steps=24 --sheets out/preview
@@ -16,7 +17,7 @@ import argparse
 import json
 import statistics
 import time
-from dataclasses import fields, replace
+from dataclasses import asdict, fields, replace
 from pathlib import Path
 
 import torch
@@ -24,9 +25,11 @@ import torch
 from recourse.checkpoints import load_classifier
 from recourse.data import attribute_index, load_split, to_float_images
 from recourse.generation import CounterfactualConfig, default_generator, load_generator
+from recourse.instruments.identity import face_descriptor, identity_result
 from recourse.metrics import decisions
-from recourse.models import load_judge, load_student, load_teacher
+from recourse.models import load_student, load_teacher
 from recourse.paired import Student, flip_targets, paired_recourse
+from recourse.paths import oracle_dir
 from recourse.render.pictures import labelled_strip, to_pil
 
 ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
@@ -61,7 +64,6 @@ def main() -> None:
     parser.add_argument("--first", type=int, default=0, help="first validation face")
     parser.add_argument("--variant", default="ptq-int4")
     parser.add_argument("--second", help="a second full-precision classifier folder (the two-model floor)")
-    parser.add_argument("--strong-judge", help="a stronger robust judge folder")
     parser.add_argument("--attributes", nargs="+", default=list(ATTRIBUTES))
     parser.add_argument("--margin", type=float, default=0.0)
     parser.add_argument("--set", nargs="*", default=[], help="config fields, name=value")
@@ -73,13 +75,13 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     config = replace(CounterfactualConfig(), method=args.method, margin=args.margin, **parse_settings(args.set))
     images = to_float_images(load_split(args.data, "val", 64, cache_dir=".cache").images[args.first:args.first + args.n])
-    teacher, judge = load_teacher().eval(), load_judge()
+    teacher, oracle = load_teacher().eval(), load_classifier(oracle_dir()).eval()
+    describe = face_descriptor()
     generator = load_generator(args.generator) if args.generator else default_generator()
     students = {args.variant: load_student(args.variant)}
     if args.second:
         second = load_classifier(args.second).eval()
         students["second-fp"] = Student("second-fp", second, second)
-    strong = load_classifier(args.strong_judge).eval() if args.strong_judge else None
     report = {"settings": {k: v for k, v in vars(config).items()}, "n": len(images), "attributes": {}}
     for attribute in args.attributes:
         index = attribute_index(attribute)
@@ -102,8 +104,8 @@ def main() -> None:
         cfs = teacher_result.images
         row["teacher"] = {
             "fr": round(100 * float(teacher_result.valid.float().mean()), 1),
-            "judge_fr": real_flip_rate(judge, images, cfs, index, targets),
-            "strong_judge_fr": real_flip_rate(strong, images, cfs, index, targets) if strong is not None else None,
+            "oracle_fr": real_flip_rate(oracle, images, cfs, index, targets),
+            **{k: v for k, v in asdict(identity_result(describe(images), describe(cfs))).items() if k in ("fva", "fs")},
             "cost": round(float(teacher_result.cost.mean()), 4)}
         report["attributes"][attribute] = row
         print(attribute, json.dumps(row), flush=True)
