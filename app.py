@@ -9,6 +9,10 @@ folders an operator lists in ``RECOURSE_SCAN_ROOTS`` (shown by name only). Every
 goes through the queue (the direct ``/run`` routes are closed), each caller may have a few
 requests queued and upload so much per window, and audits and scans keep to a cost budget.
 
+Local mode only: "Your models" audits an auditor's own pair, given as two model cards
+(``recourse.foreign``); a public app has no such control, and its audit refuses card paths, so
+a stranger can never make the server read a file of its choosing.
+
 Always: uploads reach the app as checked paths in Gradio's upload folder and are decoded by
 ``recourse.faces`` only (``recourse.inputs``); request bodies are capped
 (``recourse.request_limits``).
@@ -238,20 +242,67 @@ def _export(result, source: str) -> tuple[str, str]:
     return str(json_path), str(html_path)
 
 
+PUBLIC_CARDS_REFUSED = "This public app audits only its committed models; model cards are read in local mode only."
+
+
+def card_pair(model_card: str | None, variant_card: str | None):
+    """The pair of "Your models" (recourse.foreign.pairs), or None when no variant card is
+    given. Refused outright in public mode: a card path is a path on the server."""
+    model_card, variant_card = (str(v).strip() if v else "" for v in (model_card, variant_card))
+    if not variant_card and not model_card:
+        return None
+    if PUBLIC:
+        raise gr.Error(PUBLIC_CARDS_REFUSED)
+    if not variant_card:
+        raise gr.Error("Give the compressed model's card too (the full-precision card alone has nothing to audit).")
+    from recourse.foreign.loaders import ForeignModelError
+    from recourse.foreign.pairs import cached_pair
+
+    try:
+        return cached_pair(model_card or None, variant_card)
+    except (ForeignModelError, ValueError, OSError, ImportError) as error:
+        raise gr.Error(f"Your models: {error}") from None
+
+
+def use_cards(model_card, variant_card, attribute):
+    """The "Use these models" event: load both cards and offer only the attributes both predict."""
+    pair = card_pair(model_card, variant_card)
+    if pair is None:
+        return gr.Dropdown(choices=list(ATTRIBUTES), value=attribute), "Auditing the committed models."
+    value = attribute if attribute in pair.attributes else pair.attributes[0]
+    kind = "a black box (gradients estimated from forward passes)" if pair.black_box is not None else "differentiable"
+    return (gr.Dropdown(choices=list(pair.attributes), value=value),
+            f"Auditing **{pair.name}** ({kind}) against "
+            f"{'your full-precision model' if model_card else 'the committed classifier'}; "
+            f"{len(pair.attributes)} attributes both predict. Clear both boxes to go back to the committed models.")
+
+
 def clear_results():
     """Every result output emptied, so that nothing of an earlier audit stays under a new one."""
     return [None] * len(RESULT_OUTPUTS)
 
 
-def run_audit(upload, selected, variant, attribute, target, steps, guidance, seed, margin, progress=gr.Progress()):
-    """The audit event: predictions are yielded first, then everything."""
+def run_audit(upload, selected, variant, attribute, target, steps, guidance, seed, margin, model_card=None,
+              variant_card=None, progress=gr.Progress()):
+    """The audit event: predictions are yielded first, then everything. ``model_card`` and
+    ``variant_card`` (local mode only): audit "Your models" instead of ``variant``."""
+    pair = card_pair(model_card, variant_card)  # first: a public app refuses card paths before anything
     image = chosen_image(upload, selected)
     settings = settings_from(steps, guidance, seed, margin)
     wanted = target_from(target)
     source = f"Uploaded photo {Path(upload).name}." if upload else "Gallery or ranked face."
+    models = {}
+    if pair is not None:
+        from recourse.foreign.pairs import require
+
+        try:
+            require(pair, attribute)
+        except ValueError as error:
+            raise gr.Error(str(error)) from None
+        variant, models = pair.name, {"teacher": pair.teacher, "student": pair.student}
     started = time.perf_counter()
     try:
-        for step in audit_steps(image, variant, attribute, wanted, settings):
+        for step in audit_steps(image, variant, attribute, wanted, settings, **models):
             progress(step.fraction, desc=step.stage)
             _within(started, AUDIT_SECONDS, "audit", "lower the most editing steps or the margin")
             p = step.predictions
@@ -489,6 +540,15 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                                          label="Seed (only for the optional diffusion stage, off here)")
                         if PUBLIC:
                             gr.Markdown(BUDGET_NOTE, elem_id="budget")
+                    if not PUBLIC:  # a card path is a path on the server: never offered to strangers
+                        with gr.Accordion("Your models (local only): two model cards", open=False,
+                                          elem_id="your-models"):
+                            model_card = gr.Textbox(label="Full-precision model card (file or folder; empty: the "
+                                                          "committed classifier)", placeholder="out/foreign/fp32-pt2")
+                            variant_card = gr.Textbox(label="Compressed model card (file or folder)",
+                                                      placeholder="out/foreign/ort-int8")
+                            use_models = gr.Button("Use these models")
+                            models_status = gr.Markdown("Auditing the committed models.")
                 with gr.Column(scale=3, min_width=300):
                     status = gr.Markdown("Choose a face and press **Audit**.", label="Status", elem_id="status")
                     verdict = gr.Markdown(label="Verdict", elem_id="verdict")
@@ -563,6 +623,8 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     RESULT_OUTPUTS = [teacher_cf, teacher_diff, student_cf, student_diff, evidence, cards, verdict, ig_teacher,
                       ig_student, occ_teacher, occ_student, attributions, raw, export_json, export_html, chart, status]
     AUDIT_INPUTS = [upload, selected_face, variant, attribute, target, steps, guidance, seed, margin]
+    if not PUBLIC:
+        AUDIT_INPUTS += [model_card, variant_card]
     AUDIT_OUTPUTS = [original_view, *RESULT_OUTPUTS]
     HEAVY = {"concurrency_limit": HEAVY_CONCURRENCY, "concurrency_id": "heavy"}
 
@@ -573,6 +635,9 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     upload.upload(lambda: None, None, selected_face, api_visibility="private")
     run.click(clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private").then(
         run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, api_name="audit", **HEAVY)
+    if not PUBLIC:
+        use_models.click(use_cards, [model_card, variant_card, attribute], [attribute, models_status],
+                         api_name="use_models")
     benchmark_run.change(benchmark_view, benchmark_run, [benchmark_caption, benchmark_table, benchmark_plot],
                          api_name="benchmark")
     scanning = scan.click(find_failures, [scan_source, folder, scan_root, split, count, scan_photos, scan_variant,

@@ -15,6 +15,7 @@ both models: the audit refuses others with the adapter's message.
 
 from __future__ import annotations
 
+import functools
 import os
 from dataclasses import dataclass
 from pathlib import Path
@@ -52,6 +53,7 @@ class ForeignPair:
     student: object  # recourse.paired.Student
     name: str  # the variant's name in the audit's records
     black_box: ZerothOrderClassifier | None  # its forward_passes, when the variant is one
+    attributes: tuple[str, ...] = ()  # what both models predict, in CelebA's order
 
 
 def edit_basis(generator=None, k: int = BLACK_BOX_COMPONENTS) -> torch.Tensor:
@@ -78,18 +80,23 @@ def differentiable(model: ForeignClassifier, basis: torch.Tensor | None = None, 
                                  seed=seed)
 
 
-def foreign_pair(model: str | os.PathLike | None, variant: str | os.PathLike, attribute: str,
-                 teacher: nn.Module | None = None, basis: torch.Tensor | None = None) -> ForeignPair:
+def load_pair(model: str | os.PathLike | None, variant: str | os.PathLike, teacher: nn.Module | None = None,
+              basis: torch.Tensor | None = None) -> ForeignPair:
     """Load the pair named by two cards (``model=None``: ``teacher``, by default the committed
-    classifier) and check both predict ``attribute``; a black box's gradients are estimated
-    in ``basis`` (default :func:`edit_basis`)."""
+    classifier); its ``attributes`` are those both models predict. A black box's gradients are
+    estimated in ``basis`` (default :func:`edit_basis`)."""
+    from recourse.names import ATTRIBUTES
     from recourse.paired import Student
 
-    decider = load_classifier(str(variant))  # first: its attributes decide whether to go on
-    decider.require(attribute)
+    decider = load_classifier(str(variant))
+    attributes = set(decider.supported_attributes)
     if model is not None:
         foreign_teacher = load_classifier(str(model))
-        foreign_teacher.require(attribute)
+        attributes &= set(foreign_teacher.supported_attributes)
+        if not attributes:
+            raise ValueError(f"{foreign_teacher.card.title} and {decider.card.title} predict no attribute in common "
+                             f"({', '.join(foreign_teacher.supported_attributes)} against "
+                             f"{', '.join(decider.supported_attributes)})")
         teacher = differentiable(foreign_teacher, basis)
     elif teacher is None:
         from recourse import models
@@ -98,4 +105,42 @@ def foreign_pair(model: str | os.PathLike | None, variant: str | os.PathLike, at
     twin = differentiable(decider, basis, seed=1)
     name = decider.card.title
     student = Student(name, twin, decider if twin is not decider else twin)
-    return ForeignPair(teacher, student, name, twin if isinstance(twin, ZerothOrderClassifier) else None)
+    return ForeignPair(teacher, student, name, twin if isinstance(twin, ZerothOrderClassifier) else None,
+                       tuple(a for a in ATTRIBUTES if a in attributes))
+
+
+def require(pair: ForeignPair, attribute: str) -> None:
+    """Refuse an attribute either model of the pair does not predict, naming theirs."""
+    for model in (pair.student.decider, pair.teacher):
+        if hasattr(model, "require"):
+            model.require(attribute)
+
+
+def foreign_pair(model: str | os.PathLike | None, variant: str | os.PathLike, attribute: str,
+                 teacher: nn.Module | None = None, basis: torch.Tensor | None = None) -> ForeignPair:
+    """:func:`load_pair`, checking both models predict ``attribute``."""
+    from recourse.foreign.adapter import UnsupportedAttributeError
+    from recourse.names import ATTRIBUTES
+
+    if attribute not in ATTRIBUTES:
+        raise UnsupportedAttributeError(f"unknown attribute {attribute!r}; expected a CelebA name, e.g. 'Smiling'")
+    pair = load_pair(model, variant, teacher, basis)
+    require(pair, attribute)
+    return pair
+
+
+def card_key(path: str | os.PathLike) -> tuple[str, float]:
+    """A card's identity for a cache: its resolved path and when it (or its folder) last changed."""
+    resolved = Path(path).expanduser().resolve()
+    return str(resolved), resolved.stat().st_mtime if resolved.exists() else 0.0
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_pair(model_key: tuple[str, float] | None, variant_key: tuple[str, float]) -> ForeignPair:
+    return load_pair(model_key[0] if model_key else None, variant_key[0])
+
+
+def cached_pair(model: str | os.PathLike | None, variant: str | os.PathLike) -> ForeignPair:
+    """:func:`load_pair`, loaded once per pair of cards while neither changes (the app's
+    "Your models": loading a program or an ONNX model takes seconds, an audit should not)."""
+    return _cached_pair(card_key(model) if model else None, card_key(variant))
