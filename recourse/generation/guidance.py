@@ -70,10 +70,10 @@ class CounterfactualConfig:
     stop_search: str = "interpolate"  # the walks' stop between their last two steps: STOP_SEARCHES
     method: str = "pca-walk-cone"  # a name of recourse.generation.methods.METHODS
     # the denoised method (recourse.generation.denoised); σ in the denoiser's [−1, 1] units
-    sigma: float = 0.25  # noise level of denoised smoothing
+    sigma: float = 0.5  # noise level of denoised smoothing
     edit_steps: int = 24  # optimiser steps on the edit
     edit_learning_rate: float = 0.01  # Adam's step, [0, 1] pixel units
-    edit_resolution: int = 16  # the edit's grid, upsampled to the image
+    edit_resolution: int = 64  # the edit's grid, upsampled to the image (64: per pixel; D filters it)
     overshoot: float = 2.0  # the edit aims this far past the margin; the stop then finds the margin
     mask_threshold: float = 0.03  # mean channel change that counts as edited, [0, 1] units
     mask_dilation: int = 3  # pixels the mask grows by
