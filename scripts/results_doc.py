@@ -14,6 +14,7 @@ import json
 import sys
 
 from recourse.benchmark import BenchmarkResult
+from recourse.names import QUALITY_ATTRIBUTES
 from recourse.paths import assets_dir, project_root
 from recourse.render.benchmark import latency_table
 from recourse.render.benchmark import (
@@ -358,6 +359,7 @@ def judges_paragraph() -> list[str]:
                         "between two radius-1 models; the stronger judge (radius 3, its own recipe and seed, fixed "
                         "before any result) is the reading to trust where the two differ.")
     lines.append("")
+    lines += judges_accuracy_table()
     measured = _measured("strong_judge_flip_rate")
     if measured:
         lines += ["| split | attribute | judge FR % (tasks) | strong judge FR % (tasks) |", "|---|---|---:|---:|"]
@@ -366,6 +368,32 @@ def judges_paragraph() -> list[str]:
         return lines + [""]
     return lines + _not_yet("The strong judge's FR (it is being trained: `checkpoints/strong-judge`)",
                             QUALITY_WITH_INSTRUMENTS, STRONG_JUDGE_CHECK)
+
+
+NEAR_MAJORITY = 2.0  # accuracy points above the majority rate below which a judge does not see an attribute
+JUDGE_ACCURACY = (("radius 1", "eval-judge-val.json"), ("radius 3 (strong)", "eval-strong-judge-val.json"))
+
+
+def judges_accuracy_table() -> list[str]:
+    """Each judge's validation accuracy on the quality attributes beside the majority rate: a
+    judge that stays at the majority cannot see the attribute, however robust it is."""
+    records = [(title, _load(name)) for title, name in JUDGE_ACCURACY]
+    if any(record is None for _, record in records):
+        return _not_yet("The judges' accuracy against the majority rate", *(
+            f"python -m recourse evaluate --data ../shared/data/celeba-hq-64 --split val --model "
+            f"{'judge' if 'strong' not in name else 'strong-judge'} --json assets/results/{name}"
+            for _, name in JUDGE_ACCURACY))
+    majority = records[0][1]["majority_baseline_per_attribute"]
+    near = [f"{title} on {a}" for title, r in records for a in QUALITY_ATTRIBUTES
+            if r["per_attribute"][a] - majority[a] < NEAR_MAJORITY]
+    verdict = ("Each judge is at least " f"{NEAR_MAJORITY:g} points above the majority rate on every quality attribute"
+               if not near else "Within " f"{NEAR_MAJORITY:g} points of the majority rate (cannot see it): " + ", ".join(near))
+    lines = [f"{verdict} (validation accuracy %):", "",
+             "| attribute | majority | " + " | ".join(title for title, _ in records) + " |",
+             "|---|---:|" + "---:|" * len(records)]
+    lines += [f"| {a} | {majority[a]:.1f} | " + " | ".join(f"{r['per_attribute'][a]:.1f}" for _, r in records) + " |"
+              for a in QUALITY_ATTRIBUTES]
+    return lines + [""]
 
 
 def realism_paragraph() -> list[str]:

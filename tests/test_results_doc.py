@@ -119,3 +119,18 @@ def test_the_instruments_read_their_numbers_and_say_what_is_not_measured(tmp_pat
     assert "Test AUC 0.812 (train 0.900; 40 train and 20 test faces" in page
     assert "_The two-model floor (the seed-1 classifier is being trained" in page and "--reference-models" in page
     assert "_The identity calibration: not measured yet._" in page
+
+
+def test_a_judge_at_the_majority_rate_is_named(monkeypatch):
+    from recourse.names import QUALITY_ATTRIBUTES
+
+    majority = {a: 60.0 for a in QUALITY_ATTRIBUTES}
+    sighted = {"per_attribute": {a: 90.0 for a in QUALITY_ATTRIBUTES}, "majority_baseline_per_attribute": majority}
+    blind = {"per_attribute": {**sighted["per_attribute"], "Young": 61.0}, "majority_baseline_per_attribute": majority}
+    files = {"eval-judge-val.json": sighted, "eval-strong-judge-val.json": blind}
+    monkeypatch.setattr(results_doc, "_load", files.get)
+    text = "\n".join(results_doc.judges_accuracy_table())
+    assert "(cannot see it): radius 3 (strong) on Young" in text
+    assert "| Young | 60.0 | 90.0 | 61.0 |" in text
+    files["eval-strong-judge-val.json"] = sighted
+    assert "at least 2 points above the majority rate on every" in "\n".join(results_doc.judges_accuracy_table())
