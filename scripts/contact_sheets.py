@@ -37,9 +37,9 @@ def gallery_faces() -> tuple[list[str], torch.Tensor]:
     return [p.stem for p in paths], torch.as_tensor(np.stack(images)).permute(0, 3, 1, 2).float() / 255
 
 
-def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str) -> Image.Image:
+def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str,
+          config: CounterfactualConfig = CounterfactualConfig()) -> Image.Image:
     teacher, student, generator = load_teacher().eval(), load_student(variant), default_generator()
-    config = CounterfactualConfig()
     targets = flip_targets(teacher, faces, attribute)
     full = generate(faces, teacher, attribute, targets, config, generator)
     # the twin guides, the integer model decides where the student's edit stops (as in an audit)
@@ -54,8 +54,9 @@ def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str) -
     width = len(columns) * (PANEL + gap)
     picture = Image.new("RGB", (width, 24 + len(names) * (PANEL + caption)), "white")
     draw = ImageDraw.Draw(picture)
-    draw.text((4, 6), f"{attribute}: target = flip the full-precision decision; settings {config.margin:g} logits past "
-                      f"the boundary, cone {config.cone_degrees:g} deg", fill="black")
+    how = f"cone {config.cone_degrees:g} deg" if config.method == "pca-walk-cone" else f"sigma {config.sigma:g}"
+    draw.text((4, 6), f"{attribute}: target = flip the full-precision decision; {config.method}, {config.margin:g} logits "
+                      f"past the boundary, {how}", fill="black")
     for row, name in enumerate(names):
         top = 24 + row * (PANEL + caption)
         panels = (to_pil(faces[row]), to_pil(full.images[row]), to_pil(quantized.images[row]),
@@ -75,12 +76,16 @@ def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str) -
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--variant", default="ptq-int4")
+    parser.add_argument("--method", help="a counterfactual method (default: the configuration's)")
+    parser.add_argument("--out", default=str(OUT), help="folder of the sheets (default docs/contact-sheets)")
     args = parser.parse_args()
-    OUT.mkdir(parents=True, exist_ok=True)
+    config = CounterfactualConfig(**({"method": args.method} if args.method else {}))
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
     names, faces = gallery_faces()
     for attribute in QUALITY_ATTRIBUTES:
-        sheet(attribute, names, faces, args.variant).save(OUT / f"{attribute}.png")
-        print(f"wrote {OUT / f'{attribute}.png'}", flush=True)
+        sheet(attribute, names, faces, args.variant, config).save(out / f"{attribute}.png")
+        print(f"wrote {out / f'{attribute}.png'}", flush=True)
 
 
 if __name__ == "__main__":

@@ -59,11 +59,12 @@ def main() -> None:
     parser.add_argument("--n", type=int, default=200)
     parser.add_argument("--margin", type=float, help="default: the generation default")
     parser.add_argument("--stop-search", choices=STOP_SEARCHES, help="default: the generation default")
+    parser.add_argument("--method", help="a counterfactual method (default: the generation default)")
     parser.add_argument("--json")
     args = parser.parse_args()
     started = time.time()
-    config = CounterfactualConfig(**{k: v for k, v in (("margin", args.margin), ("stop_search", args.stop_search))
-                                     if v is not None})
+    config = CounterfactualConfig(**{k: v for k, v in (("margin", args.margin), ("stop_search", args.stop_search),
+                                                        ("method", args.method)) if v is not None})
     teacher, student, generator = load_teacher().eval(), load_student(args.variant), default_generator()
     faces = to_float_images(load_framed_split(Path(args.data), args.split, 64, None).images[: args.n])
     crg, dirsim, undefined = [], [], 0
