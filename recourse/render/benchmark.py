@@ -26,7 +26,7 @@ def markdown_table(rows: list[BenchmarkRow]) -> str:
               "| batch-32 ms | N | \\|S\\| | \\|B\\| |")
     lines = [header, "|" + "---|" * 20]
     for row in rows:
-        kernels = "" if row.integer_kernels or row.method == FP32 else " (fake-quant)"
+        kernels = "" if row.integer_kernels or row.method == FP32 or row.compression == "foreign" else " (fake-quant)"
         lines.append(
             f"| {row.method} | {row.acc:.2f} | {row.agreement:.2f} | {row.bits_per_weight:.2f} | {_number(row.vd, 1)} "
             f"| {_number(row.fa_50, 1)} | {_number(row.fa_75, 1)} | {_number(row.logit_gap, 2)} "
