@@ -242,6 +242,8 @@ def _export(result, source: str) -> tuple[str, str]:
     return str(json_path), str(html_path)
 
 
+YOUR_MODELS_SCAN_NOTE = ("Where **Your models** on the Audit tab names model cards, that pair is ranked in place of "
+                         "the compressed variant (its attributes only).")
 PUBLIC_CARDS_REFUSED = "This public app audits only its committed models; model cards are read in local mode only."
 
 
@@ -264,17 +266,28 @@ def card_pair(model_card: str | None, variant_card: str | None):
         raise gr.Error(f"Your models: {error}") from None
 
 
-def use_cards(model_card, variant_card, attribute):
-    """The "Use these models" event: load both cards and offer only the attributes both predict."""
+def use_cards(model_card, variant_card, attribute, scan_attribute=None):
+    """The "Use these models" event: load both cards and offer only the attributes both predict,
+    on the Audit tab and on Find failures (which ranks the same pair)."""
     pair = card_pair(model_card, variant_card)
+    offered = list(ATTRIBUTES) if pair is None else list(pair.attributes)
+    dropdowns = [gr.Dropdown(choices=offered, value=value if value in offered else offered[0])
+                 for value in (attribute, scan_attribute or attribute)]
     if pair is None:
-        return gr.Dropdown(choices=list(ATTRIBUTES), value=attribute), "Auditing the committed models."
-    value = attribute if attribute in pair.attributes else pair.attributes[0]
+        return *dropdowns, "Auditing the committed models."
     kind = "a black box (gradients estimated from forward passes)" if pair.black_box is not None else "differentiable"
-    return (gr.Dropdown(choices=list(pair.attributes), value=value),
+    return (*dropdowns,
             f"Auditing **{pair.name}** ({kind}) against "
             f"{'your full-precision model' if model_card else 'the committed classifier'}; "
-            f"{len(pair.attributes)} attributes both predict. Clear both boxes to go back to the committed models.")
+            f"{len(pair.attributes)} attributes both predict. Find failures ranks this pair too. Clear both boxes to go "
+            "back to the committed models.")
+
+
+def black_box_passes(pair, before: int) -> str:
+    """What a black-box variant's forward passes came to since ``before`` (empty for others)."""
+    if pair is None or pair.black_box is None:
+        return ""
+    return f" · {pair.name} is a black box: {pair.black_box.forward_passes - before:,} forward passes"
 
 
 def clear_results():
@@ -300,6 +313,7 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
         except ValueError as error:
             raise gr.Error(str(error)) from None
         variant, models = pair.name, {"teacher": pair.teacher, "student": pair.student}
+    passes = pair.black_box.forward_passes if pair is not None and pair.black_box is not None else 0
     started = time.perf_counter()
     try:
         for step in audit_steps(image, variant, attribute, wanted, settings, **models):
@@ -329,7 +343,7 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
                     attributions: attribution_table(result), raw: _shareable(result.to_dict()),
                     export_json: json_file, export_html: html_file,
                     status: (f"**Alignment:** {p.alignment} · margin {settings.counterfactual.margin:g} · "
-                             f"audit took {result.seconds['total']:.2f} s"),
+                             f"audit took {result.seconds['total']:.2f} s{black_box_passes(pair, passes)}"),
                 }
     except gr.Error:
         raise
@@ -408,15 +422,27 @@ def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, ph
 
 
 def find_failures(source, folder, root, split, count, photos, variant, attribute, steps, guidance, seed, margin,
-                  progress=gr.Progress()):
-    """Rank faces by recourse divergence; yields the table and thumbnails as they grow."""
+                  model_card=None, variant_card=None, progress=gr.Progress()):
+    """Rank faces by recourse divergence; yields the table and thumbnails as they grow.
+    ``model_card`` and ``variant_card`` (local mode only): rank "Your models" instead of ``variant``."""
+    pair = card_pair(model_card, variant_card)  # first: a public app refuses card paths before anything
     settings = settings_from(steps, guidance, seed, margin)
     count = scan_count(count, settings.counterfactual.finish_steps)
+    models, name = {}, variant
+    if pair is not None:
+        from recourse.foreign.pairs import require
+
+        try:
+            require(pair, attribute)
+        except ValueError as error:
+            raise gr.Error(str(error)) from None
+        models, name = {"teacher": pair.teacher, "student": pair.student}, pair.name
+    passes = pair.black_box.forward_passes if pair is not None and pair.black_box is not None else 0
     started = time.perf_counter()
     try:
         names, images = _scan_inputs(source, folder, root, split, count, photos,
-                                     load_teacher().config.resolution)
-        for done, total, cases in scan_images(names, images, variant, attribute, settings):
+                                     model_resolution(pair.teacher if pair is not None else load_teacher()))
+        for done, total, cases in scan_images(names, images, name, attribute, settings, **models):
             progress(done / total, desc=f"{done} of {total} faces")
             _within(started, SCAN_SECONDS, "scan", "rank fewer faces or lower the most editing steps")
             rows = [[rank + 1, c.filename, c.target, c.score_label, c.recourse.teacher_valid,
@@ -427,8 +453,9 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
             thumbnails = [(Image.fromarray(pixels), f"#{rank + 1} {c.score_label}")
                           for rank, (c, (_, pixels)) in enumerate(zip(cases, found["cases"]))]
             yield (rows, thumbnails, found,
-                   f"{done} of {total} faces ranked (worst first) for **{variant}**, **{attribute}**, margin "
-                   f"{settings.counterfactual.margin:g}. Click a row or a thumbnail to audit it with these settings.")
+                   f"{done} of {total} faces ranked (worst first) for **{name}**, **{attribute}**, margin "
+                   f"{settings.counterfactual.margin:g}{black_box_passes(pair, passes)}. Click a row or a thumbnail "
+                   "to audit it with these settings" + (" and Your models." if pair is not None else "."))
     except gr.Error:
         raise
     except EXPECTED_ERRORS as error:
@@ -574,7 +601,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                     occ_teacher = gr.Image(label="Occlusion: full precision", **image_options)
                     occ_student = gr.Image(label="Occlusion: deployed compressed model", **image_options)
                 attributions = gr.HTML(label="Attribution agreement")
-            with gr.Accordion("Both models' 40 predictions", open=False):
+            with gr.Accordion("Both models' predictions", open=False):
                 chart = gr.HTML(label="Predictions", elem_id="predictions")
             with gr.Accordion("Download this audit (JSON, one-page HTML report)", open=False):  # no empty boxes
                 with gr.Row(elem_classes="downloads"):
@@ -610,6 +637,8 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
             with gr.Row():
                 scan_variant = Choice(list(VARIANTS), value=VARIANTS[0], label="Compressed variant")
                 scan_attribute = Choice(list(ATTRIBUTES), value="Smiling", label="Attribute")
+            if not PUBLIC:
+                gr.Markdown(YOUR_MODELS_SCAN_NOTE, elem_id="scan-your-models")
             with gr.Row():
                 scan = gr.Button("Rank", variant="primary")
                 cancel = gr.Button("Cancel")
@@ -636,13 +665,16 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     run.click(clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private").then(
         run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, api_name="audit", **HEAVY)
     if not PUBLIC:
-        use_models.click(use_cards, [model_card, variant_card, attribute], [attribute, models_status],
-                         api_name="use_models")
+        use_models.click(use_cards, [model_card, variant_card, attribute, scan_attribute],
+                         [attribute, scan_attribute, models_status], api_name="use_models")
     benchmark_run.change(benchmark_view, benchmark_run, [benchmark_caption, benchmark_table, benchmark_plot],
                          api_name="benchmark")
-    scanning = scan.click(find_failures, [scan_source, folder, scan_root, split, count, scan_photos, scan_variant,
-                                          scan_attribute, steps, guidance, seed, margin],
-                          [ranking, thumbnails, found_faces, scan_status], api_name="find_failures", **HEAVY)
+    SCAN_INPUTS = [scan_source, folder, scan_root, split, count, scan_photos, scan_variant, scan_attribute, steps,
+                   guidance, seed, margin]
+    if not PUBLIC:  # the Audit tab's "Your models", ranked in place of the variant when given
+        SCAN_INPUTS += [model_card, variant_card]
+    scanning = scan.click(find_failures, SCAN_INPUTS, [ranking, thumbnails, found_faces, scan_status],
+                          api_name="find_failures", **HEAVY)
     cancel.click(None, None, None, cancels=[scanning])
     for chooser in (ranking, thumbnails):
         chooser.select(select_failure, found_faces,

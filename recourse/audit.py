@@ -91,7 +91,8 @@ class AuditSettings:
 @dataclass(frozen=True)
 class Predictions:
     """Step 2, shown before the slower steps finish. Tensors: ``aligned (3, H, W)`` in [0, 1],
-    probabilities ``(40,)``."""
+    probabilities ``(40,)``. Only ``attributes`` may be read: an auditor's own model may predict
+    a subset of CelebA's 40, and its other places hold p = 0.5 that is no prediction."""
 
     aligned: torch.Tensor
     alignment: str  # what the alignment did, for the user
@@ -101,13 +102,15 @@ class Predictions:
     target: int
     teacher_probabilities: torch.Tensor
     student_probabilities: torch.Tensor
-    diverging: tuple[str, ...]  # attributes whose decisions differ
+    diverging: tuple[str, ...]  # attributes whose decisions differ (among ``attributes``)
+    attributes: tuple[str, ...] = ATTRIBUTES  # what both models predict, in CelebA's order
 
     def to_dict(self) -> dict:
         return {
             "variant": self.variant, "attribute": self.attribute, "target": self.target, "alignment": self.alignment,
-            "teacher_probabilities": _named(self.teacher_probabilities),
-            "student_probabilities": _named(self.student_probabilities),
+            "predicted_attributes": list(self.attributes),
+            "teacher_probabilities": _named(self.teacher_probabilities, self.attributes),
+            "student_probabilities": _named(self.student_probabilities, self.attributes),
             "diverging_attributes": list(self.diverging),
         }
 
@@ -253,8 +256,18 @@ def _round(value: float | None) -> float | None:
     return None if value is None else round(value, 6)
 
 
-def _named(probabilities: torch.Tensor) -> dict[str, float]:
-    return {name: round(float(p), 6) for name, p in zip(ATTRIBUTES, probabilities)}
+def _named(probabilities: torch.Tensor, attributes: tuple[str, ...] = ATTRIBUTES) -> dict[str, float]:
+    """``attributes``' probabilities by name; the others (not predicted) are left out, not numbers."""
+    return {name: round(float(p), 6) for name, p in zip(ATTRIBUTES, probabilities) if name in attributes}
+
+
+def predicted_attributes(*models: nn.Module) -> tuple[str, ...]:
+    """The attributes every one of ``models`` predicts, in CelebA's order: an auditor's own
+    model says which (``supported_attributes``, recourse.foreign); the project's predict all 40."""
+    kept = set(ATTRIBUTES)
+    for model in models:
+        kept &= set(getattr(model, "supported_attributes", ATTRIBUTES))
+    return tuple(name for name in ATTRIBUTES if name in kept)
 
 
 def verdict(recourse: ImageRecourse, judge: JudgeView | None = None, attribute: str = "the attribute",
@@ -512,9 +525,12 @@ def audit_steps(
         student_logits_before = student.decider(x[None])[0]  # (40,)
     student_p = torch.sigmoid(student_logits_before)
     teacher_d, student_d = teacher_p >= 0.5, student_p >= 0.5
-    diverging = tuple(name for name, differs in zip(ATTRIBUTES, (teacher_d != student_d).tolist()) if differs)
+    predicted = predicted_attributes(teacher, student.twin, student.decider)
+    diverging = tuple(name for name, differs in zip(ATTRIBUTES, (teacher_d != student_d).tolist())
+                      if differs and name in predicted)
     target = int(not teacher_d[index]) if target is None else int(target)
-    predictions = Predictions(x, alignment, display, variant, attribute, target, teacher_p, student_p, diverging)
+    predictions = Predictions(x, alignment, display, variant, attribute, target, teacher_p, student_p, diverging,
+                              predicted)
     seconds["predictions"] = time.perf_counter() - started
     yield AuditStep("predictions", 0.1, predictions=predictions)
 

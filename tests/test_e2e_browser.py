@@ -27,7 +27,7 @@ def test_gallery_audit_in_a_browser(tmp_path):
             assert "kept ✓" in text or "changed ✗" in text  # dlib's identity check on a 64-px face
             assert "no judge" not in text  # the committed judge sees the gallery face's framing
             assert "recourse" in page.locator("#verdict").inner_text()
-            page.get_by_text("Both models' 40 predictions").click()  # a closed accordion
+            page.get_by_text("Both models' predictions").click()  # a closed accordion
             predictions = page.locator("#predictions").inner_text()
             assert "decisions differ" in predictions or "agree on all 40 decisions" in predictions
         finally:

@@ -76,10 +76,14 @@ def _bar(probability: float, colour: str) -> str:
 
 
 def predictions_chart(predictions: Predictions, student_name: str = "compressed") -> str:
-    """Both models' 40 probabilities side by side; rows whose decisions differ highlighted."""
+    """Both models' probabilities side by side, of the attributes both predict (all 40 for the
+    project's models); rows whose decisions differ highlighted."""
     diverging = set(predictions.diverging)
+    shown = predictions.attributes
     rows = []
     for i, name in enumerate(ATTRIBUTES):
+        if name not in shown:
+            continue
         teacher, student = float(predictions.teacher_probabilities[i]), float(predictions.student_probabilities[i])
         background = "#fde68a" if name in diverging else ("#e0f2fe" if name == predictions.attribute else "transparent")
         label = html.escape(name.replace("_", " "))
@@ -90,9 +94,12 @@ def predictions_chart(predictions: Predictions, student_name: str = "compressed"
         cell = 'style="padding:0 4px;border:none"'
         rows.append(f'<tr style="background:{background}"><td {cell}>{label}</td>'
                     f'<td {cell}>{_bar(teacher, "#2563eb")}</td><td {cell}>{_bar(student, "#db2777")}</td></tr>')
-    summary = (f"{len(diverging)} of 40 decisions differ: {html.escape(', '.join(predictions.diverging))}"
-               if diverging else "The two models agree on all 40 decisions.")
-    return (f'<div class="predictions-chart"><p><b>{summary}</b></p>'
+    summary = (f"{len(diverging)} of {len(shown)} decisions differ: {html.escape(', '.join(predictions.diverging))}"
+               if diverging else f"The two models agree on all {len(shown)} decisions.")
+    caption = ("" if len(shown) == len(ATTRIBUTES) else
+               f'<p style="font-size:12px">Only the {len(shown)} attributes both models predict are shown; at least '
+               f"one of the two does not predict the other {len(ATTRIBUTES) - len(shown)} of CelebA's 40.</p>")
+    return (f'<div class="predictions-chart"><p><b>{summary}</b></p>{caption}'
             f'<table style="border-collapse:collapse;font-size:12px;line-height:1.25"><tr><th align="left">attribute</th>'
             f'<th align="left">full precision p</th><th align="left">{html.escape(student_name)} p</th></tr>'
             + "".join(rows) + "</table></div>")
