@@ -275,7 +275,7 @@ def use_cards(model_card, variant_card, attribute, scan_attribute=None):
                  for value in (attribute, scan_attribute or attribute)]
     if pair is None:
         return *dropdowns, "Auditing the committed models."
-    kind = "a black box (gradients estimated from forward passes)" if pair.black_box is not None else "differentiable"
+    kind = "a black box: gradients estimated from forward passes" if pair.black_box is not None else "differentiable"
     return (*dropdowns,
             f"Auditing **{pair.name}** ({kind}) against "
             f"{'your full-precision model' if model_card else 'the committed classifier'}; "
