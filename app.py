@@ -575,7 +575,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                             variant_card = gr.Textbox(label="Compressed model card (file or folder)",
                                                       placeholder="out/foreign/ort-int8")
                             use_models = gr.Button("Use these models")
-                            models_status = gr.Markdown("Auditing the committed models.")
+                            models_status = gr.Markdown("Auditing the committed models.", label="Models in use")
                 with gr.Column(scale=3, min_width=300):
                     status = gr.Markdown("Choose a face and press **Audit**.", label="Status", elem_id="status")
                     verdict = gr.Markdown(label="Verdict", elem_id="verdict")
