@@ -296,6 +296,15 @@ def _measured(key: str) -> list[tuple[str, dict]]:
     return found
 
 
+def _measured_table(key: str, head: list[str], cells, missing: list[str]) -> list[str]:
+    """A row per (split, attribute) of the committed quality runs that report ``key``, its
+    cells from ``cells(row)``; ``missing`` where no run does."""
+    measured = _measured(key)
+    if not measured:
+        return missing
+    return head + [f"| {split} | {r['attribute']} | {cells(r)} |" for split, r in measured] + [""]
+
+
 def _not_yet(what: str, *commands: str) -> list[str]:
     return [f"_{what}: not measured yet._ It comes from:", "", "```bash", *commands, "```", ""]
 
@@ -334,12 +343,9 @@ def identity_paragraph() -> list[str]:
         lines.append(f"| {name} | {row['pairs']} | {row['median']:.3f} | {row['mean (FS)']:.3f} | "
                      f"{row['within threshold % (FVA)']:.2f} |")
     lines.append("")
-    measured = _measured("fva")
-    if measured:
-        lines += ["Today's generator:", "", "| split | attribute | FVA % | FS |", "|---|---|---:|---:|"]
-        lines += [f"| {split} | {r['attribute']} | {r['fva']:.1f} | {r['fs']:.3f} |" for split, r in measured]
-        return lines + [""]
-    return lines + _not_yet("Today's generator's FVA and FS", QUALITY_WITH_INSTRUMENTS)
+    return lines + _measured_table("fva", ["Today's generator:", "", "| split | attribute | FVA % | FS |", "|---|---|---:|---:|"],
+                                   lambda r: f"{r['fva']:.1f} | {r['fs']:.3f}",
+                                   _not_yet("Today's generator's FVA and FS", QUALITY_WITH_INSTRUMENTS))
 
 
 def judges_paragraph() -> list[str]:
@@ -360,14 +366,12 @@ def judges_paragraph() -> list[str]:
                         "before any result) is the reading to trust where the two differ.")
     lines.append("")
     lines += judges_accuracy_table()
-    measured = _measured("strong_judge_flip_rate")
-    if measured:
-        lines += ["| split | attribute | judge FR % (tasks) | strong judge FR % (tasks) |", "|---|---|---:|---:|"]
-        lines += [f"| {split} | {r['attribute']} | {_rate(r['judge_flip_rate'])} ({r['judge_agreed']}) | "
-                  f"{_rate(r['strong_judge_flip_rate'])} ({r['strong_judge_agreed']}) |" for split, r in measured]
-        return lines + [""]
-    return lines + _not_yet("The strong judge's FR (it is being trained: `checkpoints/strong-judge`)",
-                            QUALITY_WITH_INSTRUMENTS, STRONG_JUDGE_CHECK)
+    return lines + _measured_table(
+        "strong_judge_flip_rate", ["| split | attribute | judge FR % (tasks) | strong judge FR % (tasks) |", "|---|---|---:|---:|"],
+        lambda r: f"{_rate(r['judge_flip_rate'])} ({r['judge_agreed']}) | "
+                  f"{_rate(r['strong_judge_flip_rate'])} ({r['strong_judge_agreed']})",
+        _not_yet("The strong judge's FR (it is being trained: `checkpoints/strong-judge`)",
+                 QUALITY_WITH_INSTRUMENTS, STRONG_JUDGE_CHECK))
 
 
 NEAR_MAJORITY = 2.0  # accuracy points above the majority rate below which a judge does not see an attribute
@@ -414,13 +418,11 @@ def realism_paragraph() -> list[str]:
         lines.append(f"| {row['n']} | {row['fd_mean']:.2f} ({row['fd_sd']:.2f}) | "
                      f"{row['kid_mean']:.5f} ({row['kid_sd']:.5f}) |")
     lines.append("")
-    measured = _measured("realism_fd")
-    if measured:
-        lines += ["| split | attribute | faces per set | FD edits / floor | KID edits / floor |", "|---|---|---:|---:|---:|"]
-        lines += [f"| {split} | {r['attribute']} | {r['realism_n']} | {r['realism_fd']:.2f} / {r['floor_fd']:.2f} | "
-                  f"{r['realism_kid']:.4f} / {r['floor_kid']:.4f} |" for split, r in measured]
-        return lines + [""]
-    return lines + _not_yet("Today's generator against this floor", QUALITY_WITH_INSTRUMENTS)
+    return lines + _measured_table(
+        "realism_fd", ["| split | attribute | faces per set | FD edits / floor | KID edits / floor |", "|---|---|---:|---:|---:|"],
+        lambda r: f"{r['realism_n']} | {r['realism_fd']:.2f} / {r['floor_fd']:.2f} | "
+                  f"{r['realism_kid']:.4f} / {r['floor_kid']:.4f}",
+        _not_yet("Today's generator against this floor", QUALITY_WITH_INSTRUMENTS))
 
 
 def discriminator_paragraph() -> list[str]:
