@@ -442,6 +442,15 @@ def build_parser() -> argparse.ArgumentParser:
         sub.add_argument("--cache-dir", default=str(DEFAULT_CACHE), help="where decoded images are cached")
         sub.add_argument("--no-cache", action="store_true", help="decode images without reading or writing a cache")
 
+    def add_pair_options(command: argparse.ArgumentParser) -> None:
+        """The pair audit and scan compare, and the attribute: a committed variant or an auditor's own cards."""
+        command.add_argument("--variant", required=True,
+                             help="compressed variant id, e.g. ptq-int8, or the model card (file or folder) of your own "
+                                  "compressed model (recourse/foreign/cards.py)")
+        command.add_argument("--model", help="the model card of your own full-precision model, audited against --variant "
+                                             "(default: the committed classifier)")
+        command.add_argument("--attribute", required=True, help="one of the 40 CelebA attribute names, e.g. Smiling")
+
     def add_generation_options(sub: argparse.ArgumentParser, margin: float = DATASET_MARGIN) -> None:
         sub.add_argument("--generator", default=str(generator_dir()),
                          help="generator folder, or a diffusers pipeline folder or hub id")
@@ -612,12 +621,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     audit = commands.add_parser("audit", help="per-image recourse audit of a compressed variant against the classifier")
     audit.add_argument("image", help="a photo (aligned automatically)")
-    audit.add_argument("--variant", required=True,
-                       help="compressed variant id, e.g. ptq-int8, or the model card (file or folder) of your own "
-                            "compressed model (recourse/foreign/cards.py)")
-    audit.add_argument("--model", help="the model card of your own full-precision model, audited against --variant "
-                                       "(default: the committed classifier)")
-    audit.add_argument("--attribute", required=True, help="one of the 40 CelebA attribute names, e.g. Smiling")
+    add_pair_options(audit)
     audit.add_argument("--target", type=int, choices=(0, 1), help="default: flip the classifier's decision")
     audit.add_argument("--steps", type=int, help="DDIM steps over the whole schedule")
     audit.add_argument("--guidance-scale", type=finite_float)
@@ -631,12 +635,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan = commands.add_parser("scan", help="rank a folder's faces by how far a variant's recourse departs from "
                                             "the classifier's (the failure finder)")
     scan.add_argument("folder", help="a CelebA-HQ or original CelebA folder")
-    scan.add_argument("--variant", required=True,
-                      help="compressed variant id, e.g. ptq-int8, or the model card (file or folder) of your own "
-                           "compressed model")
-    scan.add_argument("--model", help="the model card of your own full-precision model (default: the committed "
-                                      "classifier)")
-    scan.add_argument("--attribute", required=True, help="one of the 40 CelebA attribute names, e.g. Smiling")
+    add_pair_options(scan)
     scan.add_argument("--split", choices=SPLITS, default="test")
     scan.add_argument("--count", type=int, default=16, help="faces to rank (the first usable ones of the split)")
     scan.add_argument("--finish-steps", type=int, help="most editing steps (default 120)")
