@@ -77,6 +77,7 @@ def main() -> None:
     images = to_float_images(load_split(args.data, "val", 64, cache_dir=".cache").images[args.first:args.first + args.n])
     teacher, oracle = load_teacher().eval(), load_classifier(oracle_dir()).eval()
     describe = face_descriptor()
+    original_descriptors = describe(images)  # the same faces for every attribute
     generator = load_generator(args.generator) if args.generator else default_generator()
     students = {args.variant: load_student(args.variant)}
     if args.second:
@@ -105,7 +106,7 @@ def main() -> None:
         row["teacher"] = {
             "fr": round(100 * float(teacher_result.valid.float().mean()), 1),
             "oracle_fr": real_flip_rate(oracle, images, cfs, index, targets),
-            **{k: v for k, v in asdict(identity_result(describe(images), describe(cfs))).items() if k in ("fva", "fs")},
+            **{k: v for k, v in asdict(identity_result(original_descriptors, describe(cfs))).items() if k in ("fva", "fs")},
             "cost": round(float(teacher_result.cost.mean()), 4)}
         report["attributes"][attribute] = row
         print(attribute, json.dumps(row), flush=True)
