@@ -215,11 +215,12 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     bars = stage_bars("img")
     started = time.time()
     kept: dict[str, np.ndarray] = {}
+    store = _batch_store(args, config, len(subset)) if args.resume_dir else None
     report = evaluate_counterfactual_quality(
         subset, images.images, classifier, oracle, generator, tuple(args.attributes), config,
         progress=lambda attribute, done, total: bars(f"counterfactuals {attribute}", done, total), judge=judge,
         identity=None if args.no_identity else face_descriptor(), reference_labels=images.labels,
-        strong_judge=strong_judge,
+        strong_judge=strong_judge, store=store,
         keep=(lambda attribute, counterfactuals: kept.__setitem__(attribute, counterfactuals.numpy().astype(np.float16)))
         if args.save_counterfactuals else None)
     if args.save_counterfactuals:
@@ -233,6 +234,22 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     print("\n".join(quality_lines(report)))
     print(f"({len(subset)} images of split {args.split}; {time.time() - started:.0f} s)")
     return 0
+
+
+def _batch_store(args: argparse.Namespace, config, n: int):
+    """The resumable folder of an evaluation: it belongs to one run, named by everything that
+    decides its pictures (settings, faces, guiding classifier and generator weights)."""
+    from dataclasses import asdict
+
+    from recourse.checkpoints import file_digest
+    from recourse.generation.batch_store import BatchStore
+
+    run = {"settings": asdict(config), "data": Path(args.data).name, "split": args.split, "n": n,
+           "classifier": file_digest(_model_dir(args, args.classifier)), "generator": file_digest(Path(args.generator))}
+    store = BatchStore(args.resume_dir, run)
+    if store.made():
+        print(f"resuming: {store.made()} batches already made in {shown(Path(args.resume_dir))}")
+    return store
 
 
 def _guiding_model(args: argparse.Namespace):
@@ -602,6 +619,8 @@ def build_parser() -> argparse.ArgumentParser:
     quality.add_argument("--save-counterfactuals", help="also write the counterfactuals here (.npz, float16), for "
                          "instruments trained later: scripts.rescore_judge")
     quality.add_argument("--threads", type=int, help="torch threads (default: all cores)")
+    quality.add_argument("--resume-dir", help="keep each batch made here; a rerun with the same folder and settings "
+                         "makes only the missing ones")
     quality.add_argument("--json", help="write the report here")
     quality.set_defaults(run=command_evaluate_counterfactuals)
 

@@ -22,6 +22,7 @@ from recourse.data import DEFAULT_ATTRIBUTES, attribute_index, to_float_images
 from recourse.evaluation import predict_logits
 from recourse.instruments.identity import FaceDescriptor, identity_result
 from recourse.instruments.realism import realism_with_floor
+from recourse.generation.batch_store import BatchStore
 from recourse.generation.generators import FaceGenerator
 from recourse.generation.guidance import CounterfactualConfig
 from recourse.generation.methods import generate
@@ -113,6 +114,7 @@ def evaluate_counterfactual_quality(
     reference_labels: np.ndarray | None = None,
     strong_judge: nn.Module | None = None,
     keep: Callable[[str, torch.Tensor], None] | None = None,
+    store: BatchStore | None = None,
 ) -> QualityReport:
     """Counterfactuals of ``uint8 (N, 3, H, W)`` images flipping each attribute's decision.
 
@@ -121,7 +123,8 @@ def evaluate_counterfactual_quality(
     against real faces with the target attribute beside the real-versus-real floor. Reference
     images identical to one of ``images`` are left out of that comparison. ``keep(attribute,
     counterfactuals)`` receives each attribute's counterfactuals, so that an instrument trained
-    later can score the same pictures without making them again.
+    later can score the same pictures without making them again. ``store`` holds the batches
+    already made (a resumed run makes only the missing ones; same seeds, same pictures).
     """
     classifier.eval()
     oracle.eval()
@@ -149,9 +152,13 @@ def evaluate_counterfactual_quality(
         counterfactuals = []
         for start in range(0, len(x), batch_size):
             stop = min(start + batch_size, len(x))
-            result = generate(x[start:stop], classifier, attribute, targets[start:stop], config, generator,
-                              seeds=tuple(range(config.seed + start, config.seed + stop)))
-            counterfactuals.append(result.images)
+            made = store.get(attribute, start, stop) if store is not None else None
+            if made is None:
+                made = generate(x[start:stop], classifier, attribute, targets[start:stop], config, generator,
+                                seeds=tuple(range(config.seed + start, config.seed + stop))).images
+                if store is not None:
+                    store.put(attribute, start, stop, made)
+            counterfactuals.append(made)
             if progress is not None:
                 progress(attribute, stop, len(x))
         counterfactuals = torch.cat(counterfactuals)
