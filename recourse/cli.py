@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import signal
 import sys
 import time
 from dataclasses import replace
@@ -146,6 +147,7 @@ def command_train_denoiser(args: argparse.Namespace) -> int:
     import torch
 
     from recourse.generation.denoiser_training import DenoiserTrainConfig, train_denoiser
+    from recourse.generation.generators import FACE_DENOISER_FOLDER
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -153,11 +155,13 @@ def command_train_denoiser(args: argparse.Namespace) -> int:
                                                       ("batch_size", args.batch_size)) if v is not None})
     train = load_images(args, "train", 64)
     val = load_images(args, "val", 64)
+    stop_requested = []  # SIGTERM (a session's end, `kill`): save this step's state and leave
+    signal.signal(signal.SIGTERM, lambda *_: stop_requested.append(True))
     ema = train_denoiser(train.images, val.images[:256], Path(args.state_dir), config, init_from=args.init_from,
                          metadata={"training_command": _command_line(args), "recourse_version": __version__,
                                    "data_split": "CelebA-HQ train ids 0-23999; curve on val ids 24000-24255"},
-                         max_minutes=args.max_minutes)
-    print(f"EMA weights in {ema}; copy them to {generator_dir().parent / 'denoiser'} to commit them")
+                         max_minutes=args.max_minutes, should_stop=lambda: bool(stop_requested))
+    print(f"EMA weights in {ema}; copy them to {generator_dir() / FACE_DENOISER_FOLDER} to commit them")
     return 0
 
 

@@ -52,6 +52,15 @@ def test_training_writes_ema_weights_a_curve_and_resumes(tmp_path):
     assert not torch.equal(first.unet.conv_in.weight, resumed.unet.conv_in.weight)
 
 
+def test_a_stop_request_saves_the_step_it_came_at(tmp_path):
+    asked = []
+    ema = train_denoiser(images(), images(4), tmp_path, replace(TINY, steps=100),
+                         should_stop=lambda: asked.append(True) or len(asked) >= 3)
+    assert json.loads((ema / "training.json").read_text())["step"] == 3  # saved at once, not 100 steps later
+    train_denoiser(images(), images(4), tmp_path, replace(TINY, steps=5))  # and resumes from there
+    assert json.loads((ema / "training.json").read_text())["step"] == 5
+
+
 def test_a_run_can_start_from_saved_weights(tmp_path):
     ema = train_denoiser(images(), images(4), tmp_path / "a", TINY)
     saved = load_face_denoiser(ema)

@@ -14,6 +14,7 @@ import math
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import torch
@@ -86,8 +87,12 @@ def _ema_update(ema: FaceDenoiser, model: FaceDenoiser, step: int, decay: float)
 
 def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: str | Path,
                    config: DenoiserTrainConfig, init_from: str | Path | None = None,
-                   metadata: dict | None = None, max_minutes: float | None = None) -> Path:
+                   metadata: dict | None = None, max_minutes: float | None = None,
+                   should_stop: Callable[[], bool] | None = None) -> Path:
     """Train (or continue training) on ``uint8`` images; returns the folder of the EMA weights.
+
+    ``should_stop`` is asked after every step; when it answers yes (e.g. the process was
+    sent SIGTERM) the run saves at that step and returns, so that nothing trained is lost.
 
     ``val_images`` (a few hundred) give the learning curve: PSNR of the EMA model at
     σ = 0.1, 0.3, 0.5 every ``eval_every`` steps.
@@ -150,7 +155,8 @@ def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: 
             curve.write(json.dumps(record) + "\n")
             curve.flush()
             print(record, flush=True)
-        out_of_time = max_minutes is not None and (elapsed + time.time() - started) / 60 >= max_minutes
+        out_of_time = ((max_minutes is not None and (elapsed + time.time() - started) / 60 >= max_minutes)
+                       or (should_stop is not None and should_stop()))
         if time.time() - last_save >= config.checkpoint_minutes * 60 or step == config.steps or out_of_time:
             save()
             last_save = time.time()
