@@ -125,21 +125,38 @@ def random_denoiser(latent_dim: int, width: int = 16, depth: int = 1, seed: int 
     return denoiser.eval()
 
 
+def tiny_face_denoiser(resolution: int = 16, seed: int = 0):
+    """A randomly initialised face denoiser at ``resolution``, for the default (denoised)
+    method: two levels of 32 channels (its 32 norm groups need at least 32) behind a 2× fold,
+    so a 16-px face runs at 8×8, then 4×4."""
+    from recourse.generation.face_denoiser import FaceDenoiser
+
+    with torch.random.fork_rng():  # seeded, without moving the global stream other tests draw from
+        torch.manual_seed(seed)
+        return FaceDenoiser(resolution=resolution, fold=2, block_out_channels=(32, 32), layers_per_block=1,
+                            attention_levels=(False, False)).eval().requires_grad_(False)
+
+
 def make_generator(faces: np.ndarray, latent_dim: int = 8, width: int = 16, depth: int = 1, seed: int = 0):
-    """A latent generator: a PCA basis fitted on ``faces`` and a :func:`random_denoiser`."""
+    """A latent generator: a PCA basis fitted on ``faces``, a :func:`random_denoiser` and a
+    :func:`tiny_face_denoiser` at the faces' resolution."""
     from recourse.generation import LatentFaceGenerator, default_scheduler, fit_pca_autoencoder
 
     autoencoder = fit_pca_autoencoder(faces, latent_dim=latent_dim, seed=seed)
-    return LatentFaceGenerator(autoencoder, random_denoiser(latent_dim, width, depth, seed), default_scheduler())
+    return LatentFaceGenerator(autoencoder, random_denoiser(latent_dim, width, depth, seed), default_scheduler(),
+                               face_denoiser=tiny_face_denoiser(faces.shape[-1], seed))
 
 
 def still_generator(resolution: int = 16):
-    """A generator whose face basis is empty: every edit is zero, so a counterfactual is its
-    input exactly (cost 0) whatever the guidance."""
+    """A generator whose face basis is empty: every walk edit (``pca-walk``, ``pca-walk-cone``)
+    is zero, so such a counterfactual is its input exactly (cost 0) whatever the guidance.
+    Its face denoiser is a random one, so the denoised method's edits are not zero; that method
+    returns the input only where the target is already decided and its edit keeps it so. A test
+    that needs no edit at all names a walk method."""
     from recourse.generation import LatentFaceGenerator, PCAAutoencoder, default_scheduler
 
     return LatentFaceGenerator(PCAAutoencoder(resolution=resolution, latent_dim=4), random_denoiser(4),
-                               default_scheduler())
+                               default_scheduler(), face_denoiser=tiny_face_denoiser(resolution))
 
 
 def random_faces(count: int, resolution: int = 16, seed: int = 0) -> np.ndarray:
@@ -149,7 +166,7 @@ def random_faces(count: int, resolution: int = 16, seed: int = 0) -> np.ndarray:
 @pytest.fixture(scope="session")
 def tiny_generator():
     """A 16×16 latent generator with an 8-component basis that has a brightness direction,
-    and a randomly initialised denoiser. Shared: tests must not change it."""
+    and randomly initialised denoisers (latent and face). Shared: tests must not change it."""
     faces = random_faces(64)
     faces[:32] //= 2  # a brightness direction for the basis to capture
     return make_generator(faces)

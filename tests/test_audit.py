@@ -23,7 +23,8 @@ from recourse.render.audit_html import (
 from tests.conftest import COMMITTED, ROOT, BrightnessModel, NegateOne, still_generator, tiny_classifier
 
 SMILING = ATTRIBUTES.index("Smiling")
-TINY = AuditSettings(CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=5),
+# the walk: its edits flip the tiny generator's brightness decisions, so that recourse is valid
+TINY = AuditSettings(CounterfactualConfig(method="pca-walk-cone", steps=10, noise_level=0.5, finish_steps=5),
                      AttributionConfig(ig_steps=4, occlusion_window=4, occlusion_stride=4))
 GALLERY_FACE = ROOT / "assets" / "gallery" / "grace-hopper.png"
 

@@ -102,8 +102,9 @@ def test_a_result_with_undefined_metrics_is_strict_json_and_reads_back():
 # --- the whole benchmark, from the command line --------------------------------------------
 
 TRAIN_SECONDS, INT8_SECONDS, INT4_SECONDS = 100.0, 10.0, 30.0
-# few finishing steps and a small margin (which the integer models also see past): fast tasks, B not empty
-FAST = CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=20, margin=2.0)
+# the walk, whose edits flip the tiny generator's brightness decisions; few finishing steps and a
+# small margin (which the integer models also see past): fast tasks, B not empty
+FAST = CounterfactualConfig(method="pca-walk-cone", steps=10, noise_level=0.5, finish_steps=20, margin=2.0)
 
 
 @pytest.fixture
@@ -136,8 +137,9 @@ def command_line(setup: dict) -> list[str]:
     return ["benchmark", "--data", str(setup["data"]), "--split", setup["split"], "--tasks", str(settings.n),
             "--chunk-size", str(settings.chunk_size), "--checkpoint", str(setup["checkpoint"]),
             "--variants-dir", str(setup["variants_dir"]), "--variants", *setup["variants"],
-            "--generator", setup["generator"], "--attributes", *settings.attributes, "--steps", "10",
-            "--noise-level", "0.5", "--margin", "2", "--margins", "1", "2", "--no-cache"]
+            "--generator", setup["generator"], "--attributes", *settings.attributes,
+            "--counterfactual-method", "pca-walk-cone", "--steps", "10", "--noise-level", "0.5", "--margin", "2",
+            "--margins", "1", "2", "--no-cache"]
 
 
 def _comparable(report: dict) -> list[dict]:
@@ -395,6 +397,7 @@ def test_the_student_stop_is_a_setting_and_the_committed_runs_keep_the_twins(mon
         settings = BenchmarkSettings.from_record(record["settings"])
         assert (settings.student_stop, settings.noise_draws, settings.noise_match_split, settings.seed_level,
                 settings.equivalence_margins) == ("twin", 1, None, "resample", ())
+        assert settings.counterfactual.method == "pca-walk-cone"  # the only method there was
         written = json.loads(json.dumps(asdict(settings)))
         assert {k: written[k] for k in record["settings"] if k != "counterfactual"} == \
             {k: v for k, v in record["settings"].items() if k != "counterfactual"}

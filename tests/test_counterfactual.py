@@ -12,7 +12,8 @@ from recourse.data import ATTRIBUTES
 from tests.conftest import BrightnessModel, tiny_classifier
 
 SMILING = ATTRIBUTES.index("Smiling")
-FAST = CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=5)
+# the PCA walk's DDIM stage, editing steps and scheduler (the default, denoised: tests/test_denoised.py)
+FAST = CounterfactualConfig(method="pca-walk-cone", steps=10, noise_level=0.5, finish_steps=5)
 
 
 @pytest.fixture
@@ -97,7 +98,8 @@ def test_memory_layout_does_not_change_the_counterfactual(tiny_generator, guide,
 def test_two_guiding_models_start_from_the_same_noise(tiny_generator, guide, five_images):
     # without guidance nor finishing steps, a counterfactual is the noised and denoised input
     # alone: it must not depend on which model guides (nor on anything they draw at random)
-    unguided = CounterfactualConfig(steps=10, noise_level=0.5, guidance_scale=0.0, finish_steps=0, seed=3)
+    unguided = CounterfactualConfig(method="pca-walk-cone", steps=10, noise_level=0.5, guidance_scale=0.0,
+                                    finish_steps=0, seed=3)
     first = generate(five_images, guide, "Smiling", 1, unguided, tiny_generator)
     second = generate(five_images, tiny_classifier(seed=1).train(), "Smiling", 1, unguided, tiny_generator)
     assert torch.equal(first.images, second.images)
@@ -106,7 +108,8 @@ def test_two_guiding_models_start_from_the_same_noise(tiny_generator, guide, fiv
 
 def test_a_valid_input_is_left_as_denoising_left_it(tiny_generator):
     bright = torch.full((1, 3, 16, 16), 0.9)  # logit 8: valid and past the margin before any edit
-    gentle = CounterfactualConfig(steps=10, noise_level=0.1, finish_steps=0, margin=3, preserve_weight=20)
+    gentle = CounterfactualConfig(method="pca-walk-cone", steps=10, noise_level=0.1, finish_steps=0, margin=3,
+                                  preserve_weight=20)
     denoised = generate(bright, BrightnessModel(), "Smiling", 1, gentle, tiny_generator)
     finished = generate(bright, BrightnessModel(), "Smiling", 1, replace(gentle, finish_steps=60), tiny_generator)
     assert bool(finished.valid.all())
@@ -129,7 +132,9 @@ def test_pixel_space_diffusers_pipeline_loads_and_guides(tmp_path, dark_images):
     DDPMPipeline(unet=unet, scheduler=DDPMScheduler(num_train_timesteps=1000)).save_pretrained(tmp_path / "ddpm")
     generator = load_generator(tmp_path / "ddpm")
     assert isinstance(generator, PixelFaceGenerator) and generator.resolution == 16
-    result = generate(dark_images, BrightnessModel(), "Male", 1, CounterfactualConfig(steps=4, finish_steps=10), generator)
+    # a pixel pipeline has no face denoiser: a walk method
+    result = generate(dark_images, BrightnessModel(), "Male", 1,
+                      CounterfactualConfig(method="pca-walk-cone", steps=4, finish_steps=10), generator)
     assert bool((result.probability_after > result.probability_before).all())
 
 
@@ -153,8 +158,9 @@ def test_project_generator_round_trips(tmp_path, tiny_generator):
 
 
 def test_committed_generator_is_the_default(dark_images):
+    # the default method on it: the committed generator carries a face denoiser at 64 px (few steps: fast)
     result = generate(dark_images[:1].clone().resize_(1, 3, 64, 64).uniform_(0, 1), BrightnessModel(), "Smiling", 1,
-                      CounterfactualConfig(steps=4, finish_steps=2))
+                      CounterfactualConfig(edit_steps=2, output_draws=1))
     assert result.images.shape == (1, 3, 64, 64)
 
 
@@ -195,5 +201,6 @@ def test_bad_settings_are_rejected(values):
 def test_generation_leaves_the_shared_scheduler_alone(tiny_generator, dark_images):
     # concurrent audits share one generator: generate() must set timesteps on a copy
     before = tiny_generator.scheduler.num_inference_steps
-    generate(dark_images[:1], BrightnessModel(), "Smiling", 1, CounterfactualConfig(steps=7, finish_steps=0), tiny_generator)
+    generate(dark_images[:1], BrightnessModel(), "Smiling", 1,
+             CounterfactualConfig(method="pca-walk-cone", steps=7, finish_steps=0), tiny_generator)
     assert tiny_generator.scheduler.num_inference_steps == before

@@ -12,7 +12,8 @@ from recourse.generation import CounterfactualConfig
 from recourse.generation.quality import evaluate_counterfactual_quality, real_flip_rate
 from tests.conftest import BrightnessModel, random_faces, still_generator
 
-FAST = CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=5)
+# the walk: the still generator's edits are zero, and the tiny generator's flip brightness decisions
+FAST = CounterfactualConfig(method="pca-walk-cone", steps=10, noise_level=0.5, finish_steps=5)
 
 
 def mixed_faces() -> np.ndarray:

@@ -13,7 +13,8 @@ from recourse.generation.guidance import cone_projection
 from recourse.paired import Student, student_recourse
 from tests.conftest import BrightnessModel, tiny_classifier
 
-EDIT = CounterfactualConfig(finish_steps=200, finish_learning_rate=0.2, margin=1.0)
+# the walk with its cone: its steps, stop and guide are what these tests are about
+EDIT = CounterfactualConfig(method="pca-walk-cone", finish_steps=200, finish_learning_rate=0.2, margin=1.0)
 
 
 def angle(a: torch.Tensor, b: torch.Tensor) -> float:

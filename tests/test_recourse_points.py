@@ -4,7 +4,8 @@ from recourse.generation import CounterfactualConfig
 from recourse.compression.recourse_points import RecoursePoints, cached_recourse_points, make_recourse_points
 from tests.conftest import BrightnessModel
 
-FAST = CounterfactualConfig(steps=10, noise_level=0.5, finish_steps=5)
+# the walk: its edits flip the tiny generator's brightness decisions, so that points exist
+FAST = CounterfactualConfig(method="pca-walk-cone", steps=10, noise_level=0.5, finish_steps=5)
 
 
 def _points(tiny_generator):

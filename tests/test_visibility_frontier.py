@@ -24,7 +24,8 @@ class ShiftedBrightness(nn.Module):
 def test_the_edit_stops_once_both_models_decide_the_target(threshold, stops_past, tiny_generator):
     noise = torch.rand(1, 3, 16, 16, generator=torch.Generator().manual_seed(0))
     image = 0.3 + 0.05 * noise
-    config = CounterfactualConfig(margin=0.0, preserve_weight=0.0)  # all 40 logits move together here
+    # the cone walk the study continues; all 40 logits move together here
+    config = CounterfactualConfig(method="pca-walk-cone", margin=0.0, preserve_weight=0.0)
     edited = edit_until_seen(image, BrightnessModel(), ShiftedBrightness(threshold), 0, torch.tensor([1.0]), config,
                              tiny_generator)
     brightness = float(edited.mean())
