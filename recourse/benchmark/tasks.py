@@ -39,6 +39,7 @@ EQUIVALENCE_MARGINS: tuple[tuple[str, float], ...] = (
 # The values of settings a run recorded before they existed (BenchmarkSettings.from_record).
 LEGACY_SETTINGS = {"student_stop": "twin", "noise_draws": 1, "noise_match_split": None, "seed_level": "resample",
                    "task_weights": "multinomial", "equivalence_margins": ()}
+LEGACY_COUNTERFACTUAL = {"method": "pca-walk-cone"}  # the generation settings' likewise
 
 
 @dataclass(frozen=True)
@@ -108,11 +109,12 @@ class BenchmarkSettings:
     @classmethod
     def from_record(cls, recorded: dict) -> "BenchmarkSettings":
         """The settings a ``benchmark.json`` recorded. A setting it does not name did not exist
-        when it was made and takes its value of then (:data:`LEGACY_SETTINGS`), so the
-        committed runs keep meaning what they meant: the twin's stop, one noise draw matched
-        on the run's own images, the seeds resampled."""
+        when it was made and takes its value of then (:data:`LEGACY_SETTINGS`,
+        :data:`LEGACY_COUNTERFACTUAL`), so the committed runs keep meaning what they meant: the
+        cone walk, the twin's stop, one noise draw matched on the run's own images, the seeds
+        resampled."""
         values = {**LEGACY_SETTINGS, **recorded}
-        values["counterfactual"] = CounterfactualConfig(**values.get("counterfactual", {}))
+        values["counterfactual"] = CounterfactualConfig(**{**LEGACY_COUNTERFACTUAL, **values.get("counterfactual", {})})
         for name in ("attributes", "seen_attributes", "margins"):
             values[name] = tuple(values[name])
         values["equivalence_margins"] = tuple((str(m), float(v)) for m, v in values["equivalence_margins"])
