@@ -96,6 +96,21 @@ def test_single_face_commands_and_the_app_share_one_default_margin():
     assert "DEFAULTS = minimal_recourse()" in app_source and "value=DEFAULTS.margin" in app_source
 
 
+def test_the_help_names_the_generators_own_defaults():
+    from recourse.cli import DATASET_MARGIN
+    from recourse.generation import CounterfactualConfig
+
+    defaults = CounterfactualConfig()
+    assert DATASET_MARGIN == defaults.margin
+    commands = build_parser()._subparsers._group_actions[0].choices
+    for command in ("benchmark", "evaluate-counterfactuals", "quantize"):
+        margin = next(a for a in commands[command]._actions if a.dest == "margin")
+        assert margin.default is None and f"default {defaults.margin:g}, the dataset commands'" in margin.help, command
+    for command in ("benchmark", "evaluate-counterfactuals", "quantize", "counterfactual", "audit", "scan"):
+        method = next(a for a in commands[command]._actions if a.dest == "counterfactual_method")
+        assert method.default is None and f"{defaults.method} (the default)" in method.help, command
+
+
 @pytest.mark.parametrize("command", [
     ["audit", "photo.jpg", "--variant", "ptq-int4", "--attribute", "Smiling"],
     ["counterfactual", "photo.jpg", "--variant", "ptq-int4", "--attribute", "Smiling", "--out", "cf.png"],
