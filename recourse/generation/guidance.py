@@ -73,7 +73,9 @@ class CounterfactualConfig:
     stop_search: str = "interpolate"  # the walks' stop between their last two steps: STOP_SEARCHES
     method: str = "denoised"  # a name of recourse.generation.methods.METHODS
     # the denoised method (recourse.generation.denoised); σ in the denoiser's [−1, 1] units
-    sigma: float = 0.5  # noise level of denoised smoothing
+    # Noise level of denoised smoothing, [-1, 1] units: the largest at which the denoiser's
+    # round trip D(x + σε) keeps identity on val (FVA 95.2% at 0.4, 88.4% at 0.5; the gate).
+    sigma: float = 0.4
     edit_steps: int = 24  # optimiser steps on the edit
     edit_learning_rate: float = 0.01  # Adam's step, [0, 1] pixel units
     edit_resolution: int = 64  # the edit's grid, upsampled to the image (64: per pixel; D filters it)
