@@ -9,7 +9,7 @@ import shlex
 import signal
 import sys
 import time
-from dataclasses import replace
+from dataclasses import asdict, replace
 from pathlib import Path
 
 # Only light modules here: torch, diffusers and OpenCV are imported inside the commands
@@ -36,6 +36,40 @@ MARGIN_NOTES = {SINGLE_FACE_MARGIN: ": the minimal recourse, as in audit, counte
                 DATASET_MARGIN: ", the dataset commands' setting; audit, counterfactual and the app use 0"}
 METHOD_HELP = ("denoised (the default): each model edits through the face denoiser; pca-walk: steps in the PCA face "
                "basis; pca-walk-cone: the same turned towards a shared robust guide")
+
+# --- the commands that reproduce recorded runs -------------------------------------------
+# A result file or a variant records the command that made it; rerun today, the command takes
+# today's defaults. ``reproduction`` adds the options that bring back the recorded settings
+# where today's defaults differ, so that the command shown beside a number still makes it.
+#
+# The generation settings of a run that recorded none (a variant's recourse points) or no
+# method (runs made before there was a choice): the dataset commands' defaults until the
+# denoised method became the default, the cone walk at margin 6.
+EARLIER_GENERATION = {"method": "pca-walk-cone", "margin": 6.0}
+# CounterfactualConfig field -> the dataset commands' option (add_generation_options)
+GENERATION_OPTIONS = {"method": "--counterfactual-method", "margin": "--margin", "seed": "--seed",
+                      "steps": "--steps", "noise_level": "--noise-level", "guidance_scale": "--guidance-scale",
+                      "cone_degrees": "--cone-degrees", "finish_steps": "--finish-steps",
+                      "finish_learning_rate": "--finish-learning-rate", "stop_search": "--stop-search",
+                      "sigma": "--sigma", "edit_steps": "--edit-steps"}
+# The fields each counterfactual method reads besides method, margin and seed: a recorded value
+# of another method's field (a walk's recorded sigma) changes nothing and is not repeated.
+_WALK_SETTINGS = ("steps", "noise_level", "guidance_scale", "proximity_weight", "preserve_weight", "finish_steps",
+                  "finish_learning_rate", "stop_search")
+METHOD_SETTINGS = {
+    "pca-walk": _WALK_SETTINGS, "pca-walk-cone": (*_WALK_SETTINGS, "cone_degrees"),
+    "denoised": ("proximity_weight", "preserve_weight", "sigma", "edit_steps", "edit_learning_rate", "edit_resolution",
+                 "overshoot", "mask_threshold", "mask_dilation", "inpaint_sigma", "inpaint_steps", "denoised_output",
+                 "output_draws"),
+}
+# BenchmarkSettings field -> benchmark's option; ``counterfactual`` takes GENERATION_OPTIONS
+BENCHMARK_OPTIONS = {"n": "--tasks", "first_task": "--first-task", "attributes": "--attributes", "margins": "--margins",
+                     "noise_control": "--noise-control", "chunk_size": "--chunk-size", "student_stop": "--student-stop",
+                     "noise_draws": "--noise-draws", "noise_match_split": "--noise-match-split",
+                     "seed_level": "--seed-level", "task_weights": "--task-weights"}
+# Settings benchmark has no option for that a run may lack: the TOST margins only add the
+# equivalence tests to a run made before them; seen_attributes follow --attributes.
+_BENCHMARK_ADDED = ("equivalence_margins", "seen_attributes")
 
 
 def load_classifier(directory):
@@ -187,6 +221,91 @@ def _counterfactual_config(args: argparse.Namespace, base=None):
     return replace(base if base is not None else CounterfactualConfig(), **values)
 
 
+def _option_value(value) -> list[str]:
+    """A setting as the command line writes it."""
+    if isinstance(value, (tuple, list)):
+        return [word for item in value for word in _option_value(item)]
+    if isinstance(value, float):
+        return [f"{value:g}"]
+    return [str(value)]
+
+
+def generation_arguments(recorded: dict | None, today, options: dict[str, str] = GENERATION_OPTIONS) -> list[str]:
+    """The options (``options``: field -> flag) that turn ``today``, the CounterfactualConfig a
+    command makes now, into the ``recorded`` generation settings (an ``asdict`` of the config
+    a run used; a field it lacks took the value of :data:`EARLIER_GENERATION` or, for fields added
+    later with the behaviour of then, today's default). Only the fields the recorded method
+    reads count; a difference no option can set is a ValueError."""
+    from recourse.generation import CounterfactualConfig
+
+    settings = replace(CounterfactualConfig(), **{**EARLIER_GENERATION, **(recorded or {})})
+    arguments = []
+    for field in ("method", "margin", "seed", *METHOD_SETTINGS[settings.method]):
+        value = getattr(settings, field)
+        if value == getattr(today, field):
+            continue
+        if field not in options:
+            raise ValueError(f"the recorded {field} {value!r} (today {getattr(today, field)!r}) has no option here: "
+                             "the command cannot reproduce the run")
+        arguments += [options[field], *_option_value(value)]
+    return arguments
+
+
+def _benchmark_arguments(args: argparse.Namespace, recorded: dict | None) -> list[str]:
+    """The options that make a parsed ``benchmark`` command use the ``recorded`` settings
+    (BenchmarkSettings.from_record: a setting a run lacks did not exist yet and had its value
+    of then)."""
+    from recourse.benchmark import BenchmarkSettings
+
+    if recorded is None:
+        raise ValueError("a benchmark command is reproduced from its run's recorded settings")
+    settings, today = BenchmarkSettings.from_record(recorded), _benchmark_settings(args)
+    arguments = []
+    for field in BenchmarkSettings.__dataclass_fields__:
+        value, now = getattr(settings, field), getattr(today, field)
+        if field == "counterfactual":
+            arguments += generation_arguments(asdict(value), now)
+        elif field == "seen_attributes":
+            if value != tuple(a for a in DEFAULT_ATTRIBUTES if a in settings.attributes):
+                raise ValueError(f"the recorded seen_attributes {value!r} are not those of its attributes")
+        elif value != now and field not in _BENCHMARK_ADDED:
+            if field not in BENCHMARK_OPTIONS:
+                raise ValueError(f"the recorded {field} {value!r} (today {now!r}) has no option: the command "
+                                 "cannot reproduce the run")
+            shown_value = {"noise_control": "none", "noise_match_split": "tasks"}[field] if value is None else value
+            arguments += [BENCHMARK_OPTIONS[field], *_option_value(shown_value)]
+    return arguments
+
+
+def reproduction(command: str, recorded: dict | None = None) -> str:
+    """``command``, a recorded ``python -m recourse ...`` line, with the options that make it,
+    run today, use the ``recorded`` settings where today's defaults differ: a benchmark's
+    ``settings`` (its report's), evaluate-counterfactuals' generation ``settings``, quantize's
+    recourse-point generation settings (a variant's ``counterfactual``; none recorded: those of
+    :data:`EARLIER_GENERATION`). Another program's command is returned as it is (its defaults
+    are its own)."""
+    words = shlex.split(command)
+    if words[:3] != ["python", "-m", "recourse"] or len(words) < 4:
+        return command
+    try:
+        args = build_parser().parse_args(words[3:])
+    except SystemExit:  # argparse has printed why
+        raise ValueError(f"today's command line does not read the recorded command {command!r}") from None
+    if args.command == "benchmark":
+        extra = _benchmark_arguments(args, recorded)
+    elif args.command == "evaluate-counterfactuals" or (args.command == "quantize" and _uses_recourse_points(args.method)):
+        extra = generation_arguments(recorded, _counterfactual_config(args))
+    else:
+        return command
+    return " ".join([command, *map(shlex.quote, extra)])
+
+
+def _uses_recourse_points(method: str) -> bool:
+    from recourse.compression import config_classes
+
+    return config_classes()[method].needs_recourse_points
+
+
 def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     import torch
 
@@ -222,7 +341,7 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     bars = stage_bars("img")
     started = time.time()
     kept: dict[str, np.ndarray] = {}
-    store = _batch_store(args, config, len(subset)) if args.resume_dir else None
+    store = _batch_store(args, config) if args.resume_dir else None
     report = evaluate_counterfactual_quality(
         subset, images.images, classifier, oracle, generator, tuple(args.attributes), config,
         progress=lambda attribute, done, total: bars(f"counterfactuals {attribute}", done, total), judge=judge,
@@ -243,15 +362,16 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     return 0
 
 
-def _batch_store(args: argparse.Namespace, config, n: int):
+def _batch_store(args: argparse.Namespace, config):
     """The resumable folder of an evaluation: it belongs to one run, named by everything that
-    decides its pictures (settings, faces, guiding classifier and generator weights)."""
+    decides its pictures (settings, split, guiding classifier and generator weights). Not ``n``:
+    a batch is keyed by its faces, so a shorter run reads the longer one's first batches."""
     from dataclasses import asdict
 
     from recourse.checkpoints import file_digest
     from recourse.generation.batch_store import BatchStore
 
-    run = {"settings": asdict(config), "data": Path(args.data).name, "split": args.split, "n": n,
+    run = {"settings": asdict(config), "data": Path(args.data).name, "split": args.split,
            "classifier": file_digest(_model_dir(args, args.classifier)), "generator": file_digest(Path(args.generator))}
     store = BatchStore(args.resume_dir, run)
     if store.made():
@@ -333,16 +453,19 @@ def command_quantize(args: argparse.Namespace) -> int:
             raise ValueError(f"{flag} does not apply to --method {args.method}")
     config = make_config(args.method, calibration_images=args.calibration_images, **options)
     train = load_images(args, "train", model.config.resolution)
-    points = None
+    points, generation = None, {}
     if config.needs_recourse_points:
+        counterfactual = _counterfactual_config(args)
         points = teacher_recourse_points(model, checkpoint / "model.safetensors", args.generator,
                                          torch.as_tensor(train.images[: args.recourse_points]),
-                                         _counterfactual_config(args), Path(args.cache_dir), stage_bars())
+                                         counterfactual, Path(args.cache_dir), stage_bars())
+        # what the points were made with, so that reproduction() can name it once defaults change
+        generation = {"counterfactual": asdict(counterfactual)}
     variant = quantize(model, config, torch.as_tensor(train.images), torch.as_tensor(train.labels), points,
                        progress=stage_bars())
     out = Path(args.out) if args.out else variants_dir() / args.method
     save_variant(variant, model, out, {"command": _command_line(args), "base_checkpoint": args.checkpoint or shown(checkpoint),
-                                       "calibration_split": "train", "recourse_version": __version__})
+                                       "calibration_split": "train", "recourse_version": __version__, **generation})
     print(f"{args.method}: made in {variant.seconds:.1f} s; {variant.bits_per_weight:.3g} bits per weight; "
           f"saved to {out}")
     return 0
@@ -428,20 +551,27 @@ def command_scan(args: argparse.Namespace) -> int:
     return 0
 
 
+def _benchmark_settings(args: argparse.Namespace):
+    """The BenchmarkSettings of a parsed ``benchmark`` command."""
+    from recourse.benchmark import BenchmarkSettings
+
+    return BenchmarkSettings(n=args.n, first_task=args.first_task, attributes=tuple(args.attributes),
+                             chunk_size=args.chunk_size,
+                             counterfactual=_counterfactual_config(args),
+                             seen_attributes=tuple(a for a in DEFAULT_ATTRIBUTES if a in args.attributes),
+                             margins=tuple(args.margins),
+                             noise_control=None if args.noise_control == "none" else args.noise_control,
+                             student_stop=args.student_stop, noise_draws=args.noise_draws,
+                             noise_match_split=None if args.noise_match_split == "tasks" else args.noise_match_split,
+                             seed_level=args.seed_level, task_weights=args.task_weights)
+
+
 def command_benchmark(args: argparse.Namespace) -> int:
-    from recourse.benchmark import BenchmarkConfig, BenchmarkSettings, run_benchmark
+    from recourse.benchmark import BenchmarkConfig, run_benchmark
     from recourse.progress import stage_bars
     from recourse.render.benchmark import markdown_table, write_markdown
 
-    settings = BenchmarkSettings(n=args.n, first_task=args.first_task, attributes=tuple(args.attributes),
-                                 chunk_size=args.chunk_size,
-                                 counterfactual=_counterfactual_config(args),
-                                 seen_attributes=tuple(a for a in DEFAULT_ATTRIBUTES if a in args.attributes),
-                                 margins=tuple(args.margins),
-                                 noise_control=None if args.noise_control == "none" else args.noise_control,
-                                 student_stop=args.student_stop, noise_draws=args.noise_draws,
-                                 noise_match_split=None if args.noise_match_split == "tasks" else args.noise_match_split,
-                                 seed_level=args.seed_level, task_weights=args.task_weights)
+    settings = _benchmark_settings(args)
     config = BenchmarkConfig(
         data=Path(args.data), out=Path(args.out), split=args.split, settings=settings, variants=tuple(args.variants),
         checkpoint=_model_dir(args, args.checkpoint), variants_dir=Path(args.variants_dir or variants_dir()),
@@ -480,7 +610,7 @@ def build_parser() -> argparse.ArgumentParser:
                          help="generator folder, or a diffusers pipeline folder or hub id")
         sub.add_argument("--counterfactual-method", choices=COUNTERFACTUAL_METHODS, help=METHOD_HELP)
         sub.add_argument("--sigma", type=finite_float,
-                         help="denoised: noise level of the smoothing, [-1, 1] units (default 0.5)")
+                         help="denoised: noise level of the smoothing, [-1, 1] units (default 0.4)")
         sub.add_argument("--edit-steps", type=int, help="denoised: optimiser steps on the edit (default 24)")
         sub.add_argument("--steps", type=int, help="walks: DDIM steps over the whole schedule (DDIM stage)")
         sub.add_argument("--noise-level", type=finite_float,
