@@ -1,10 +1,14 @@
 """Real versus edited: how easily can a logistic regression on the oracle's features tell a
 generator's counterfactuals from real faces? Trained on one split's edits, tested on another's.
 
-    python -m scripts.export_pairs --data ../shared/data/celeba-hq-64 --split train --n 400 --out out/realism/train-pairs.npz
-    python -m scripts.export_pairs --data ../shared/data/celeba-hq-64 --split test --n 400 --out out/realism/test-pairs.npz
+    python -m scripts.export_pairs --data ../shared/data/celeba-hq-64 --split train --n 200 --out out/realism/train-pairs.npz
+    python -m scripts.export_pairs --data ../shared/data/celeba-hq-64 --split test --n 200 --out out/realism/test-pairs.npz
     python -m scripts.edit_discriminator --data ../shared/data/celeba-hq-64 \\
         --train-pairs out/realism/train-pairs.npz --test-pairs out/realism/test-pairs.npz --json out/realism/discriminator.json
+
+(the committed ``assets/results/edit-discriminator-test.json`` had pairs of the cone walk at
+margin 6, ``--method pca-walk-cone --margin 6``: ``docs/results.md`` shows its commands). The
+report records the generation settings each pairs file names (``pairs_counterfactual``).
 
 Each edit is matched with a real face of the same split whose label for the edit's attribute is
 the edit's target (and that is no edit's original): otherwise the classifier could separate the
@@ -60,10 +64,11 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     oracle = load_classifier(oracle_dir()).eval()
     rng = np.random.default_rng(args.seed)
-    features = {}
+    features, settings = {}, {}
     for name, pairs_path, split in (("train", args.train_pairs, args.train_split),
                                     ("test", args.test_pairs, args.test_split)):
         pairs = load_pairs(pairs_path)
+        settings[name] = json.loads(str(pairs["settings"])) if "settings" in pairs else None  # older files: none
         real = load_split(Path(args.data), split, oracle.config.resolution, cache_dir=".cache")
         kept, reals = matched_real(pairs, real.images, real.labels, rng)
         features[name] = (oracle_features(oracle, to_float_images(real.images[reals])),
@@ -75,7 +80,8 @@ def main(argv: list[str] | None = None) -> None:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps({
             "command": "python -m scripts.edit_discriminator " + " ".join(sys.argv[1:] if argv is None else argv),
-            "train_pairs": args.train_pairs, "test_pairs": args.test_pairs, **asdict(result)}, indent=2) + "\n")
+            "train_pairs": args.train_pairs, "test_pairs": args.test_pairs, "pairs_counterfactual": settings,
+            **asdict(result)}, indent=2) + "\n")
 
 
 if __name__ == "__main__":

@@ -6,12 +6,17 @@ flip that attribute's decision, saved by ``recourse.instruments.rating.save_pair
 
 Another generator rates the same way: write its pairs with ``save_pairs`` and pass the file to
 ``scripts.rating_page``. The file holds dataset faces: keep it under ``out/`` (ignored by git).
+It records the generation settings (``settings``, JSON), which ``scripts.edit_discriminator``
+copies into its report. The pairs of the committed discriminator AUC
+(``assets/results/edit-discriminator-test.json``) were made with the cone walk at margin 6, the
+default then; ``docs/results.md`` shows their commands with ``--method pca-walk-cone --margin 6``.
 """
 
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
+import json
+from dataclasses import asdict, replace
 from pathlib import Path
 
 import numpy as np
@@ -32,6 +37,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--seed", type=int, default=0, help="which faces and attributes")
     parser.add_argument("--attributes", nargs="+", default=list(QUALITY_ATTRIBUTES))
     parser.add_argument("--method", help="a counterfactual method (recourse.generation.METHODS); default: the config's")
+    parser.add_argument("--margin", type=float, help="logits past the boundary (default: the config's)")
     parser.add_argument("--out", default="out/rating/pairs.npz")
     args = parser.parse_args(argv)
     classifier = load_classifier(teacher_dir())
@@ -40,8 +46,7 @@ def main(argv: list[str] | None = None) -> None:
     chosen = rng.choice(len(faces), args.n, replace=False)
     attributes = rng.choice(args.attributes, args.n)
     config, generator = CounterfactualConfig(), default_generator()
-    if args.method is not None:
-        config = replace(config, method=args.method)
+    config = replace(config, **{k: v for k, v in (("method", args.method), ("margin", args.margin)) if v is not None})
     originals, counterfactuals, targets, valid = [], [], [], []
     for number, (index, attribute) in enumerate(zip(chosen.tolist(), attributes.tolist())):
         x = to_float_images(faces[index:index + 1])
@@ -55,7 +60,8 @@ def main(argv: list[str] | None = None) -> None:
         print(f"{number + 1}/{args.n}: face {index}, {attribute} → {target}, "
               f"{'valid' if valid[-1] else 'not valid'}, cost {float(result.cost[0]):.4f}")
     path = save_pairs(args.out, np.stack(originals), np.stack(counterfactuals), attributes, np.array(targets),
-                      face_index=chosen, valid=np.array(valid), method=np.array([config.method] * args.n))
+                      face_index=chosen, valid=np.array(valid), method=np.array([config.method] * args.n),
+                      settings=np.array(json.dumps(asdict(config))))
     print(f"{args.n} pairs ({sum(valid)} valid for the classifier) in {path}")
 
 

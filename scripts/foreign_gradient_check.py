@@ -25,7 +25,10 @@ For ``--faces`` test faces and each of the four recourse attributes:
    once by :class:`~recourse.foreign.blackbox.ZerothOrderClassifier` around the same float model:
    validity, L1 cost (``recourse.metrics.recourse_cost``), the cosine of the two edits, forward
    passes and seconds per counterfactual; and the same recourse for the ONNX Runtime int8 black
-   box as the audit runs it (``recourse.foreign.pairs``).
+   box as the audit runs it (``recourse.foreign.pairs``). ``--counterfactual-method`` picks the
+   method (default: the audit's); the committed ``assets/results/foreign-gradient-check.json``
+   was made when the audit's was the cone walk: its command in ``docs/foreign-models.md`` names
+   ``--counterfactual-method pca-walk-cone``.
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from recourse.audit import minimal_recourse
 from recourse.checkpoints import load_classifier
 from recourse.data import load_split, to_float_images
 from recourse.foreign.adapter import ForeignClassifier
@@ -48,7 +52,7 @@ from recourse.foreign.blackbox import (DEFAULT_SIGMA, ZerothOrderClassifier, cos
 from recourse.foreign.loaders import load_foreign
 from recourse.foreign.pairs import BLACK_BOX_COMPONENTS, differentiable
 from recourse.generation.models import PCAAutoencoder
-from recourse.names import ATTRIBUTES, DEFAULT_ATTRIBUTES
+from recourse.names import ATTRIBUTES, COUNTERFACTUAL_METHODS, DEFAULT_ATTRIBUTES
 from recourse.paths import checkpoints_dir
 
 
@@ -111,14 +115,16 @@ def pixel_gradient_check(classifier, generator, faces: torch.Tensor, column: int
 
 
 def recourse_check(classifier, generator, faces: torch.Tensor, attribute: str, ks: list[int], default_k: int,
-                   estimator_model=None, black_box=None) -> dict:
+                   estimator_model=None, black_box=None, method: str | None = None) -> dict:
     """Part 4b: the audit's recourse guided by the true gradient and by the estimate in the
     ``k`` leading face-basis components, for each of ``ks``; the estimate's forward passes go
-    to ``estimator_model`` (default ``classifier``; the same function in a faster runtime)."""
-    from recourse.audit import minimal_recourse
+    to ``estimator_model`` (default ``classifier``; the same function in a faster runtime).
+    ``method``: the counterfactual method (default the audit's)."""
+    from dataclasses import replace
+
     from recourse.paired import Student, flip_targets, own_recourse
 
-    config = minimal_recourse()
+    config = minimal_recourse() if method is None else replace(minimal_recourse(), method=method)
     targets = flip_targets(classifier, faces, attribute)
     true = own_recourse(faces, attribute, targets, Student("fp32", classifier, classifier), config, generator)
     rows: dict = {"faces": len(faces), "valid_true_gradient": int(true.valid.sum()),
@@ -177,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--recourse-faces", type=int, default=None,
                         help="faces for part 4b (default --faces): the project's recourse is the slow part")
     parser.add_argument("--attributes", nargs="+", default=list(DEFAULT_ATTRIBUTES))
+    parser.add_argument("--counterfactual-method", choices=COUNTERFACTUAL_METHODS, default=None,
+                        help="the recourse's counterfactual method (default: the audit's; the committed file's was "
+                             "pca-walk-cone)")
     parser.add_argument("--json", default=None)
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args(argv)
@@ -197,7 +206,8 @@ def main(argv: list[str] | None = None) -> int:
                     "faces": args.faces, "k": args.k, "sigma": args.sigma, "step": args.step,
                     "recourse_faces": len(recourse_faces), "recourse_k": args.recourse_k,
                     "estimator_onnx": args.estimator_onnx,
-                    "recourse_sigma": DEFAULT_SIGMA, "threads": args.threads, "attributes": {}}
+                    "recourse_sigma": DEFAULT_SIGMA, "threads": args.threads,
+                    "recourse_method": args.counterfactual_method or minimal_recourse().method, "attributes": {}}
     for attribute in args.attributes:
         column = ATTRIBUTES.index(attribute)
         with torch.no_grad():
@@ -256,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
                                                        DEFAULT_SIGMA)
         row["audit_recourse"] = recourse_check(classifier, generator, recourse_faces, attribute,
                                                args.recourse_ks or [args.recourse_k], args.recourse_k,
-                                               estimator_model, black_box)
+                                               estimator_model, black_box, args.counterfactual_method)
         report["attributes"][attribute] = row
         print(attribute, json.dumps(row))
     report["seconds"] = round(time.perf_counter() - started, 1)

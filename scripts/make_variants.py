@@ -8,6 +8,12 @@ no-recourse twin (``-norecourse``) and the first version's objective (``-target`
 post-training baselines (8-bit first and last layers, GPTQ) and budgets of 3 and 2 mean
 bits per weight (``-b3``, ``-b2``).
 
+The counterfactual-aware methods (cf-ptq, cfq-qat) make the teacher's recourse points with
+the generator; the committed variants' points were made with the cone walk at margin 6 (the
+dataset commands' default then: ``recourse.cli.EARLIER_GENERATION``), so the plan passes
+``--counterfactual-method pca-walk-cone --margin 6`` to them and a rebuilt variant is the
+committed one, whatever today's default method.
+
     python -m scripts.make_variants --data ../shared/data/celeba-hq-64 [--only ID ...] [--force]
 """
 
@@ -57,7 +63,17 @@ def plan() -> dict[str, tuple[str, ...]]:
                 base = f"{variant}-b{budget}"
                 name = base if seed == 0 else f"{base}-s{seed}"
                 steps[name] = _seeded(base, method, ("--budget", budget, *extra))[name]
-    return steps
+    return {name: (*options, *committed_generation(options[1])) for name, options in steps.items()}
+
+
+def committed_generation(method: str) -> tuple[str, ...]:
+    """The generation options of a committed ``method`` variant's recourse points (none for a
+    method without them): the committed variants recorded no generation settings, so theirs
+    are the earlier defaults (``recourse.cli.reproduction``)."""
+    from recourse.cli import _uses_recourse_points, generation_arguments
+    from recourse.generation import CounterfactualConfig
+
+    return tuple(generation_arguments(None, CounterfactualConfig())) if _uses_recourse_points(method) else ()
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -6,7 +6,7 @@ import torch
 
 from recourse.checkpoints import read_config, save_classifier
 from recourse.classifier import AttributeClassifier, ClassifierConfig
-from recourse.cli import main
+from recourse.cli import main, reproduction
 from tests.conftest import build_home, make_generator, random_faces, still_generator, tiny_classifier
 
 
@@ -139,6 +139,13 @@ def test_quantize_cf_ptq_makes_the_teachers_recourse_points_once(hq_folder, tmp_
         # making the points counts in T_make, also when they are read from the cache
         assert variant.details["recourse_points_seconds"] == round(note["seconds"], 1)
         assert variant.seconds >= note["seconds"]
+        # the points' generation settings are recorded, so that the command still makes them once
+        # the defaults change: today it needs nothing added, under the cone's defaults its method
+        made_with = variant.details["counterfactual"]
+        assert made_with["margin"] == 2 and made_with["steps"] == 10 and made_with["method"] == "denoised"
+        assert reproduction(variant.details["command"], made_with) == variant.details["command"]
+        assert reproduction(variant.details["command"], {**made_with, "method": "pca-walk-cone"}).endswith(
+            " --counterfactual-method pca-walk-cone")
 
 
 def test_options_that_do_not_apply_to_a_method_are_refused(hq_folder, tiny_checkpoint, capsys):
