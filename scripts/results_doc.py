@@ -3,17 +3,21 @@
     python -m scripts.results_doc            # rewrite docs/results.md
     python -m scripts.results_doc --check    # exit 1 if docs/results.md is not up to date
 
-Each table comes with the command that made its file; the conclusions are computed from the
-paired intervals, so the prose cannot drift from the numbers.
+Each table comes with the command that made its file, with the options that make it do so
+today where the defaults have changed since (``recourse.cli.reproduction``: a run of the cone
+walk at margin 6 shows ``--counterfactual-method pca-walk-cone --margin 6``); the conclusions
+are computed from the paired intervals, so the prose cannot drift from the numbers.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 
 from recourse.benchmark import BenchmarkResult
+from recourse.cli import EARLIER_GENERATION, generation_arguments, reproduction
 from recourse.names import QUALITY_ATTRIBUTES
 from recourse.paths import assets_dir, project_root
 from recourse.render.benchmark import latency_table
@@ -87,10 +91,14 @@ def _sections(files: tuple[tuple[str, str], ...], render_one) -> list[str]:
     return lines
 
 
+def writing(command: str, path: str) -> str:
+    """``command`` with its ``--json`` (where it has one) set to ``path``, the file shown."""
+    return re.sub(r"(--json )\S+", lambda match: match.group(1) + path, command)
+
+
 def quality_table(split: str, name: str, report: dict) -> list[str]:
     lines = [f"### {split} split, {report['n']} images ({report['seconds']:.0f} s)", "", "```bash",
-             report["command"].replace(f"out/cf-quality{'-val' if split == 'val' else ''}.json",
-                                       f"assets/results/{name}"), "```", "",
+             writing(reproduction(report["command"], report["settings"]), f"assets/results/{name}"), "```", "",
              "| attribute | FR % | judge FR % (tasks) | oracle FR % | oracle FR % (to 1 / to 0) | MNAC | proximity "
              "| oracle-feature FD | median s / CF | tasks to 1 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for r in report["attributes"]:
@@ -145,7 +153,8 @@ def conclusions(result: BenchmarkResult, reference: str, group: str = "all") -> 
 def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
     result = BenchmarkResult.from_dict(record)
     margin = result.settings.get("counterfactual", {}).get("margin")
-    lines = [f"### {title}", "", f"`{result.command}` ({result.date}, {result.seconds:.0f} s, N = {result.n} "
+    lines = [f"### {title}", "", f"`{reproduction(result.command, record['settings'])}` ({result.date}, "
+             f"{result.seconds:.0f} s, N = {result.n} "
              f"tasks, attributes {', '.join(result.attributes)}, margin {margin}; "
              f"`assets/{name.replace('.json', '.md')}` adds intervals and per-attribute values)", "",
              markdown_table(list(result.rows)), ""]
@@ -278,11 +287,13 @@ def visibility_section() -> list[str]:
 QUALITY_WITH_INSTRUMENTS = ("python -m recourse evaluate-counterfactuals --data ../shared/data/celeba-hq-64 --split test "
                             "--n 500 --json assets/results/counterfactual-quality-test.json")
 DISCRIMINATOR = "edit-discriminator-test.json"
+DISCRIMINATOR_PAIRS = {split: "python -m scripts.export_pairs --data ../shared/data/celeba-hq-64 --split "
+                              f"{split} --n 200 --out out/realism/{split}-pairs.npz" for split in ("train", "test")}
 DISCRIMINATOR_COMMANDS = (
-    "python -m scripts.export_pairs --data ../shared/data/celeba-hq-64 --split train --n 400 --out out/realism/train-pairs.npz",
-    "python -m scripts.export_pairs --data ../shared/data/celeba-hq-64 --split test --n 400 --out out/realism/test-pairs.npz",
+    *DISCRIMINATOR_PAIRS.values(),
     "python -m scripts.edit_discriminator --data ../shared/data/celeba-hq-64 --train-pairs out/realism/train-pairs.npz "
     f"--test-pairs out/realism/test-pairs.npz --json assets/results/{DISCRIMINATOR}")
+EXPORT_PAIRS_OPTIONS = {"method": "--method", "margin": "--margin"}  # scripts.export_pairs' generation options
 REFERENCE_BENCHMARK = ("python -m recourse benchmark --data ../shared/data/celeba-hq-64 --split test --tasks 180 --margin 2 "
                        "--variants ptq-int4 gptq --reference-models checkpoints/classifier-seed1 --out out/bench-reference")
 
@@ -434,7 +445,20 @@ def discriminator_paragraph() -> list[str]:
     if record is None:
         return lines + _not_yet("The discriminator's AUC", *DISCRIMINATOR_COMMANDS)
     return lines + [f"Test AUC {record['auc']:.3f} (train {record['train_auc']:.3f}; {record['n_train']} train and "
-                    f"{record['n_test']} test faces, half of them edited):", "", "```bash", record["command"], "```", ""]
+                    f"{record['n_test']} test faces, half of them edited):", "", "```bash",
+                    *pairs_commands(record), record["command"], "```", ""]
+
+
+def pairs_commands(record: dict) -> list[str]:
+    """The ``scripts.export_pairs`` commands of a discriminator run's pairs, with the generation
+    options that make today's defaults the pairs' recorded ones (``pairs_counterfactual``; a run
+    that recorded none had pairs of the earlier defaults, ``recourse.cli.EARLIER_GENERATION``)."""
+    from recourse.generation import CounterfactualConfig
+
+    recorded = record.get("pairs_counterfactual") or {}
+    return [" ".join([command, *generation_arguments(recorded.get(split) or EARLIER_GENERATION, CounterfactualConfig(),
+                                                     EXPORT_PAIRS_OPTIONS)])
+            for split, command in DISCRIMINATOR_PAIRS.items()]
 
 
 def divergence_paragraph() -> list[str]:

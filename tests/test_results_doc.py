@@ -134,3 +134,153 @@ def test_a_judge_at_the_majority_rate_is_named(monkeypatch):
     assert "| Young | 60.0 | 90.0 | 61.0 |" in text
     files["eval-strong-judge-val.json"] = sighted
     assert "at least 2 points above the majority rate on every" in "\n".join(results_doc.judges_accuracy_table())
+
+
+# --- the commands shown reproduce their files (recourse.cli.reproduction) ----------------------
+
+def _cone_settings(margin: float = 6.0) -> dict:
+    from dataclasses import asdict, replace
+
+    from recourse.generation import CounterfactualConfig
+
+    return asdict(replace(CounterfactualConfig(), method="pca-walk-cone", margin=margin, sigma=0.25))
+
+
+def _quality_report(settings: dict) -> dict:
+    return {"command": "python -m recourse evaluate-counterfactuals --data d --split val --n 4 --json out/q.json",
+            "n": 4, "seconds": 1.0, "threads": 1, "settings": settings, "attributes": []}
+
+
+def test_a_quality_run_of_the_cone_walk_shows_the_options_that_make_it():
+    text = "\n".join(results_doc.quality_table("val", "counterfactual-quality-val.json", _quality_report(_cone_settings())))
+    # only what differs from today's defaults, and not the sigma the walk never reads
+    assert ("python -m recourse evaluate-counterfactuals --data d --split val --n 4 "
+            "--json assets/results/counterfactual-quality-val.json --counterfactual-method pca-walk-cone --margin 6\n") in text
+    assert "--sigma" not in text
+
+
+def test_a_quality_run_at_todays_defaults_shows_its_command_as_recorded():
+    from dataclasses import asdict
+
+    from recourse.generation import CounterfactualConfig
+
+    text = "\n".join(results_doc.quality_table("val", "counterfactual-quality-val.json",
+                                               _quality_report(asdict(CounterfactualConfig()))))
+    assert ("python -m recourse evaluate-counterfactuals --data d --split val --n 4 "
+            "--json assets/results/counterfactual-quality-val.json\n") in text
+    assert "--counterfactual-method" not in text and "--margin" not in text
+
+
+def test_options_the_command_already_gives_are_not_repeated():
+    from recourse.cli import reproduction
+
+    command = "python -m recourse evaluate-counterfactuals --data d --margin 2 --counterfactual-method pca-walk-cone"
+    assert reproduction(command, _cone_settings(margin=2.0)) == command
+    assert reproduction(command, _cone_settings(margin=6.0)) == command + " --margin 6"
+
+
+def test_a_recorded_setting_no_option_can_set_is_refused():
+    from recourse.cli import reproduction
+
+    with pytest.raises(ValueError, match="preserve_weight"):
+        reproduction("python -m recourse evaluate-counterfactuals --data d", {**_cone_settings(), "preserve_weight": 1.0})
+
+
+def test_another_programs_command_is_shown_as_recorded():
+    from recourse.cli import reproduction
+
+    command = "python -m scripts.stability --data d --n 200 --json assets/results/stability-test.json"
+    assert reproduction(command, _cone_settings()) == command
+
+
+def test_a_benchmark_run_from_before_the_method_existed_names_the_cone_walk_and_the_settings_of_then():
+    """A recorded run without a method (or the later settings) was made with the cone walk,
+    the twin's stop, one noise draw matched on its own images and the seeds resampled."""
+    from recourse.cli import reproduction
+
+    record = json.loads((assets_dir() / "benchmark-val-sweep.json").read_text())
+    assert "method" not in record["settings"]["counterfactual"] and "student_stop" not in record["settings"]
+    shown = reproduction(record["command"], record["settings"])
+    assert shown == record["command"] + (" --counterfactual-method pca-walk-cone --margin 6 --student-stop twin "
+                                         "--noise-draws 1 --noise-match-split tasks --seed-level resample")
+
+
+def test_a_benchmark_run_at_todays_defaults_shows_its_command_as_recorded():
+    from dataclasses import asdict
+
+    from recourse.benchmark import BenchmarkSettings
+    from recourse.cli import reproduction
+
+    command = "python -m recourse benchmark --data d --split test --tasks 500 --out out/b"
+    settings = json.loads(json.dumps(asdict(BenchmarkSettings())))
+    assert reproduction(command, settings) == command
+    settings["noise_control"], settings["counterfactual"]["margin"] = None, 2.0
+    assert reproduction(command, settings) == command + " --noise-control none --margin 2"
+
+
+def _shown_runs():
+    """(file, record) of every committed run whose command the results page shows as a recourse command."""
+    names = [name for _, name in (*results_doc.QUALITY, *results_doc.BENCHMARKS)] + ["benchmark-foreign.json"]
+    return [(name, results_doc._load(name)) for name in names if results_doc._load(name) is not None]
+
+
+@pytest.mark.parametrize("name", [name for name, _ in _shown_runs()])
+def test_the_page_shows_each_committed_run_with_the_options_that_reproduce_it(name):
+    """Parsed by today's command line, the command shown beside a committed run asks for the
+    settings the run recorded: nothing is left to add."""
+    from recourse.cli import reproduction
+
+    record = dict(_shown_runs())[name]
+    shown = reproduction(record["command"], record["settings"])
+    if name.startswith("counterfactual-quality"):  # shown writing the file it reproduces
+        shown = results_doc.writing(shown, f"assets/results/{name}")
+    assert shown in (project_root() / "docs" / "results.md").read_text()
+    assert reproduction(shown, record["settings"]) == shown
+    counterfactual = record["settings"].get("counterfactual", record["settings"])
+    if counterfactual.get("method", "pca-walk-cone") == "pca-walk-cone":  # every committed run so far
+        assert "--counterfactual-method pca-walk-cone" in shown
+
+
+def test_the_readme_quotes_the_committed_benchmark_runs_with_the_options_that_reproduce_them():
+    from recourse.cli import reproduction
+
+    readme = (project_root() / "README.md").read_text()
+    for name in ("benchmark.json", "benchmark-second.json"):
+        record = json.loads((assets_dir() / name).read_text())
+        shown = reproduction(record["command"], record["settings"])
+        assert "-m recourse " + shown.removeprefix("python -m recourse ") + "`" in readme
+
+
+def test_the_discriminator_shows_the_pairs_commands_of_its_generator(monkeypatch):
+    from dataclasses import asdict
+
+    from recourse.generation import CounterfactualConfig
+
+    record = {"command": "python -m scripts.edit_discriminator --json x.json", "auc": 0.7, "train_auc": 0.9,
+              "n_train": 400, "n_test": 400}
+    monkeypatch.setattr(results_doc, "_load", lambda name: record if name == results_doc.DISCRIMINATOR else None)
+    text = "\n".join(results_doc.discriminator_paragraph())
+    # recorded before the pairs' settings were: made with the earlier defaults, the cone walk at margin 6
+    assert "--split train --n 200 --out out/realism/train-pairs.npz --method pca-walk-cone --margin 6\n" in text
+    assert "--split test --n 200 --out out/realism/test-pairs.npz --method pca-walk-cone --margin 6\n" in text
+    record["pairs_counterfactual"] = {"train": asdict(CounterfactualConfig()), "test": asdict(CounterfactualConfig())}
+    text = "\n".join(results_doc.discriminator_paragraph())
+    assert "--out out/realism/train-pairs.npz\n" in text and "--method" not in text
+
+
+def test_the_committed_variants_are_rebuilt_with_the_generator_they_were_made_with():
+    """Their recourse points were made with the cone walk at margin 6; their config.json
+    commands predate the option, and the plan and reproduction() both add it."""
+    from recourse.cli import reproduction
+    from recourse.paths import variants_dir
+    from scripts.make_variants import plan
+
+    pinned = ("--counterfactual-method", "pca-walk-cone", "--margin", "6")
+    for name, options in plan().items():
+        uses_points = options[1] in ("cf-ptq", "cfq-qat")
+        assert (options[-4:] == pinned) == uses_points, name
+        folder = variants_dir() / name
+        if (folder / "config.json").is_file():
+            config = read_config(folder)
+            shown = reproduction(config["command"], config.get("counterfactual"))
+            assert shown.endswith(" ".join(pinned)) == uses_points, name
