@@ -32,7 +32,12 @@ ACCURACY_COMMANDS = (
     "python -m recourse evaluate --data ../shared/data/celeba-hq-64 --split test --model oracle --json assets/results/eval-oracle-test.json",
     "python -m recourse evaluate --data ../shared/data/celeba-aligned-dev --split all --no-cache --json assets/results/eval-classifier-aligned.json",
 )
-QUALITY = (("test", "counterfactual-quality-test.json"), ("val", "counterfactual-quality-val.json"))
+# Each committed quality run, named by its split and counterfactual method (settings: its record).
+QUALITY = (("test · denoised (the default)", "counterfactual-quality-test-denoised.json"),
+           ("test · pca-walk-cone (the earlier default)", "counterfactual-quality-test.json"),
+           ("val · pca-walk-cone", "counterfactual-quality-val.json"),
+           ("test · pca-walk (ablation: no guide)", "counterfactual-quality-test-pca-walk.json"),
+           ("val · pca-walk (ablation: no guide)", "counterfactual-quality-val-pca-walk.json"))
 BENCHMARKS = (("test", "benchmark.json"), ("test, a second run on other faces", "benchmark-second.json"),
               ("validation: the margin sweep that chose the table's margin", "benchmark-val-sweep.json"),
               ("test, the two-model floor (a second full-precision classifier)", "benchmark-reference.json"))
@@ -97,7 +102,7 @@ def writing(command: str, path: str) -> str:
 
 
 def quality_table(split: str, name: str, report: dict) -> list[str]:
-    lines = [f"### {split} split, {report['n']} images ({report['seconds']:.0f} s)", "", "```bash",
+    lines = [f"### {split}, {report['n']} images ({report['seconds']:.0f} s)", "", "```bash",
              writing(reproduction(report["command"], report["settings"]), f"assets/results/{name}"), "```", "",
              "| attribute | FR % | judge FR % (tasks) | oracle FR % | oracle FR % (to 1 / to 0) | MNAC | proximity "
              "| oracle-feature FD | median s / CF | tasks to 1 |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|"]
@@ -354,7 +359,7 @@ def identity_paragraph() -> list[str]:
         lines.append(f"| {name} | {row['pairs']} | {row['median']:.3f} | {row['mean (FS)']:.3f} | "
                      f"{row['within threshold % (FVA)']:.2f} |")
     lines.append("")
-    return lines + _measured_table("fva", ["Today's generator:", "", "| split | attribute | FVA % | FS |", "|---|---|---:|---:|"],
+    return lines + _measured_table("fva", ["The committed quality runs:", "", "| run | attribute | FVA % | FS |", "|---|---|---:|---:|"],
                                    lambda r: f"{r['fva']:.1f} | {r['fs']:.3f}",
                                    _not_yet("Today's generator's FVA and FS", QUALITY_WITH_INSTRUMENTS))
 
@@ -378,7 +383,7 @@ def judges_paragraph() -> list[str]:
     lines.append("")
     lines += judges_accuracy_table()
     return lines + _measured_table(
-        "strong_judge_flip_rate", ["| split | attribute | judge FR % (tasks) | strong judge FR % (tasks) |", "|---|---|---:|---:|"],
+        "strong_judge_flip_rate", ["| run | attribute | judge FR % (tasks) | strong judge FR % (tasks) |", "|---|---|---:|---:|"],
         lambda r: f"{_rate(r['judge_flip_rate'])} ({r['judge_agreed']}) | "
                   f"{_rate(r['strong_judge_flip_rate'])} ({r['strong_judge_agreed']})",
         _not_yet("The strong judge's FR (it is being trained: `checkpoints/strong-judge`)",
@@ -430,7 +435,7 @@ def realism_paragraph() -> list[str]:
                      f"{row['kid_mean']:.5f} ({row['kid_sd']:.5f}) |")
     lines.append("")
     return lines + _measured_table(
-        "realism_fd", ["| split | attribute | faces per set | FD edits / floor | KID edits / floor |", "|---|---|---:|---:|---:|"],
+        "realism_fd", ["| run | attribute | faces per set | FD edits / floor | KID edits / floor |", "|---|---|---:|---:|---:|"],
         lambda r: f"{r['realism_n']} | {r['realism_fd']:.2f} / {r['floor_fd']:.2f} | "
                   f"{r['realism_kid']:.4f} / {r['floor_kid']:.4f}",
         _not_yet("Today's generator against this floor", QUALITY_WITH_INSTRUMENTS))
