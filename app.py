@@ -47,7 +47,7 @@ from recourse.audit import (
 from recourse.benchmark import BenchmarkResult
 from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, SPLITS, DatasetError, to_float_images
-from recourse.generation import CounterfactualConfig
+from recourse.generation import METHODS, CounterfactualConfig
 from recourse.inputs import Choice, OneOf, UploadedFiles, UploadedImage, prune_folder
 from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_status
 from recourse.paths import assets_dir
@@ -55,6 +55,7 @@ from recourse.render.audit_html import (
     attribution_table, audit_record, evidence_table, predictions_chart, report_html, value_cards,
 )
 from recourse.render.benchmark import accuracy_plot, display_rows
+from recourse.render.methods import CONTROL_LABELS, METHOD_CHOICES, METHOD_CONTROLS, METHOD_NOTES, method_summary
 from recourse.render.pictures import display_pictures, enlarge, to_pil
 from recourse.request_limits import RequestLimits, client_of
 from recourse.scan import FolderCase, read_folder, scan_images
@@ -68,14 +69,19 @@ DEFAULTS = minimal_recourse()
 PUBLIC = bool(os.environ.get("SPACE_ID")) or os.environ.get("RECOURSE_PUBLIC") == "1"
 SCAN_ROOTS = {Path(p).name: Path(p) for p in os.environ.get("RECOURSE_SCAN_ROOTS", "").split(os.pathsep) if p}
 MAX_SCAN_IMAGES = 64 if PUBLIC else 256
-# The cost budget. In public mode an audit's most editing steps, margin and cone are held
-# below what the library allows (steps 400, cone 0 and margin 10 made a 62 s audit), a scan
-# may spend at most MAX_SCAN_WORK editing steps in all (faces × steps), and audits and scans
-# stop at a wall-time limit, checked after each stage of an audit and each face of a scan.
-MAX_STEPS = 120 if PUBLIC else 400  # 120: the default
+# The cost budget. In public mode each method's steps, the margin and the cone are held
+# below what the library allows (walk steps 400, cone 0 and margin 10 made a 62 s audit), a
+# scan may spend at most so many of the method's steps in all (faces × steps), and audits and
+# scans stop at a wall-time limit, checked after each stage of an audit and each face of a scan.
+MAX_STEPS = 120 if PUBLIC else 400  # the walks' editing steps; 120: the default
+# The denoised method's optimiser steps: each is a pass through the face denoiser and back,
+# about 40 walk steps' worth (24, the default, take about 2 s a counterfactual on 2 cores).
+MAX_EDIT_STEPS = 48 if PUBLIC else 200
+SIGMAS = (0.02, 1.0)  # the noise levels the committed face denoiser was trained on
 MAX_MARGIN = 3.0 if PUBLIC else 10.0
 MIN_CONE = 10.0 if PUBLIC else 0.0
-MAX_SCAN_WORK = 16 * 120 if PUBLIC else MAX_SCAN_IMAGES * 400
+MAX_SCAN_WORK = 16 * 120 if PUBLIC else MAX_SCAN_IMAGES * 400  # walk steps
+MAX_SCAN_EDIT_WORK = 16 * 24 if PUBLIC else MAX_SCAN_IMAGES * 200  # denoiser steps
 AUDIT_SECONDS = 90.0 if PUBLIC else math.inf
 SCAN_SECONDS = 300.0 if PUBLIC else math.inf
 # What one caller may send (recourse.request_limits): a body (uploads excepted) of at most
@@ -94,9 +100,12 @@ EXPORTS = Path(tempfile.gettempdir()) / "recourse-audit-exports"  # one root, so
 EXPORT_LIFETIME_S = 3600
 _EXPORT_LOCK = threading.Lock()
 
-BUDGET_NOTE = (f"This public app's budget: at most {MAX_STEPS} editing steps, a margin of at most {MAX_MARGIN:g} and "
-               f"a cone of at least {MIN_CONE:g}°; an audit stops after {AUDIT_SECONDS:.0f} s, a scan after "
-               f"{SCAN_SECONDS:.0f} s and at most {MAX_SCAN_WORK} editing steps in all (faces × steps); uploads of "
+BUDGET_NOTE = (f"This public app's budget: the denoised method at most {MAX_EDIT_STEPS} denoiser steps (optimiser "
+               f"steps through the face denoiser; at the default {DEFAULTS.edit_steps} a counterfactual takes about "
+               f"2 s on 2 cores, and an audit makes two), the walks at most {MAX_STEPS} editing steps and a cone of at "
+               f"least {MIN_CONE:g}°; a margin of at most {MAX_MARGIN:g}. An audit stops after {AUDIT_SECONDS:.0f} s, "
+               f"a scan after {SCAN_SECONDS:.0f} s and at most {MAX_SCAN_EDIT_WORK} denoiser steps or "
+               f"{MAX_SCAN_WORK} editing steps in all (faces × steps); uploads of "
                f"{faces.MAX_UPLOAD_BYTES // 2**20} MB a file and {UPLOAD_QUOTA // 2**20} MB per "
                f"{UPLOAD_WINDOW_S / 60:g} minutes.")
 
@@ -166,27 +175,55 @@ def _number(name: str, value, low: float, high: float, whole: bool = False) -> f
     return value
 
 
-def settings_from(steps: float, cone: float, seed: float, margin: float) -> AuditSettings:
-    """The audit's settings from the screen, within this app's budget: ``steps`` is the most
-    editing steps, ``cone`` the angle around the robust guide's gradient."""
+def settings_from(steps: float, cone: float, seed: float, margin: float, method: str = DEFAULTS.method,
+                  edit_steps: float = DEFAULTS.edit_steps, sigma: float = DEFAULTS.sigma) -> AuditSettings:
+    """The audit's settings from the screen, within this app's budget: ``steps`` is the walks'
+    most editing steps, ``cone`` the angle around the robust guide's gradient (pca-walk-cone),
+    ``edit_steps`` and ``sigma`` the denoised method's. Every value is checked, also those the
+    chosen method does not read: they are saved with the result."""
+    method = method_from(method)
     steps = int(_number("Most editing steps", steps, 1, MAX_STEPS, whole=True))
     cone = float(_number("Cone", cone, MIN_CONE, 90))
+    edit_steps = int(_number("Denoiser steps", edit_steps, 1, MAX_EDIT_STEPS, whole=True))
+    sigma = float(_number("Noise level σ", sigma, *SIGMAS))
     seed = int(_number("Seed", seed, 0, 2**31 - 1, whole=True))
     margin = float(_number("Margin", margin, 0, MAX_MARGIN))
     try:
-        return AuditSettings(replace(DEFAULTS, finish_steps=steps, cone_degrees=cone, seed=seed, margin=margin))
+        return AuditSettings(replace(DEFAULTS, method=method, finish_steps=steps, cone_degrees=cone,
+                                     edit_steps=edit_steps, sigma=sigma, seed=seed, margin=margin))
     except (TypeError, ValueError, OverflowError) as error:
         raise gr.Error(f"Generator settings: {_public(error)}") from None
 
 
-def scan_count(count, steps: int) -> int:
+def method_from(name) -> str:
+    """A counterfactual method's name from a request, refused unless it is one of METHODS:
+    the config does not check it, and ``generate`` would refuse it only after the predictions."""
+    if not isinstance(name, str) or name not in METHODS:
+        raise gr.Error(f"unknown counterfactual method {str(name)[:40]!r}; choose one of: {', '.join(METHODS)}")
+    return name
+
+
+def method_controls(method: str):
+    """The method's own controls shown and the others hidden ("method" event): the note, then
+    the denoiser steps, σ, the walks' most editing steps and the cone."""
+    shown = METHOD_CONTROLS[method_from(method)]
+    fields = ("edit_steps", "sigma", "finish_steps", "cone_degrees")
+    return gr.update(value=METHOD_NOTES[method]), *(gr.update(visible=field in shown) for field in fields)
+
+
+def scan_count(count, config: CounterfactualConfig) -> int:
     """How many faces a scan ranks: what was asked, within MAX_SCAN_IMAGES and the budget of
-    MAX_SCAN_WORK editing steps (faces × most steps)."""
+    the chosen method's steps (faces × steps): MAX_SCAN_EDIT_WORK denoiser steps for the
+    denoised method, MAX_SCAN_WORK editing steps for the walks."""
     count = int(_number("Faces", count, 1, MAX_SCAN_IMAGES, whole=True))
-    affordable = max(1, MAX_SCAN_WORK // max(1, steps))
+    if config.method == "denoised":
+        steps, budget, unit = config.edit_steps, MAX_SCAN_EDIT_WORK, "denoiser steps"
+    else:
+        steps, budget, unit = config.finish_steps, MAX_SCAN_WORK, "editing steps"
+    affordable = max(1, budget // max(1, steps))
     if count > affordable:
-        raise gr.Error(f"{count} faces at {steps} steps is more than this app's budget of {MAX_SCAN_WORK} editing "
-                       f"steps a scan; rank at most {affordable} faces, or lower the steps")
+        raise gr.Error(f"{count} faces at {steps} {unit} is more than this app's budget of {budget} {unit} a scan; "
+                       f"rank at most {affordable} faces, or lower the steps")
     return count
 
 
@@ -295,13 +332,14 @@ def clear_results():
     return [None] * len(RESULT_OUTPUTS)
 
 
-def run_audit(upload, selected, variant, attribute, target, steps, guidance, seed, margin, model_card=None,
-              variant_card=None, progress=gr.Progress()):
+def run_audit(upload, selected, variant, attribute, target, steps, guidance, seed, margin, method=DEFAULTS.method,
+              edit_steps=DEFAULTS.edit_steps, sigma=DEFAULTS.sigma, model_card=None, variant_card=None,
+              progress=gr.Progress()):
     """The audit event: predictions are yielded first, then everything. ``model_card`` and
     ``variant_card`` (local mode only): audit "Your models" instead of ``variant``."""
     pair = card_pair(model_card, variant_card)  # first: a public app refuses card paths before anything
     image = chosen_image(upload, selected)
-    settings = settings_from(steps, guidance, seed, margin)
+    settings = settings_from(steps, guidance, seed, margin, method, edit_steps, sigma)
     wanted = target_from(target)
     source = f"Uploaded photo {Path(upload).name}." if upload else "Gallery or ranked face."
     models = {}
@@ -318,7 +356,7 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
     try:
         for step in audit_steps(image, variant, attribute, wanted, settings, **models):
             progress(step.fraction, desc=step.stage)
-            _within(started, AUDIT_SECONDS, "audit", "lower the most editing steps or the margin")
+            _within(started, AUDIT_SECONDS, "audit", "lower the steps (Generator settings) or the margin")
             p = step.predictions
             if step.stage == "predictions":
                 framed = to_pil(p.display if p.display is not None else p.aligned)
@@ -342,7 +380,8 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
                     occ_teacher: pictures["occlusion_teacher"], occ_student: pictures["occlusion_student"],
                     attributions: attribution_table(result), raw: _shareable(result.to_dict()),
                     export_json: json_file, export_html: html_file,
-                    status: (f"**Alignment:** {p.alignment} · margin {settings.counterfactual.margin:g} · "
+                    status: (f"**Alignment:** {p.alignment} · {method_summary(settings.counterfactual)} · "
+                             f"margin {settings.counterfactual.margin:g} · "
                              f"audit took {result.seconds['total']:.2f} s{black_box_passes(pair, passes)}"),
                 }
     except gr.Error:
@@ -422,12 +461,13 @@ def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, ph
 
 
 def find_failures(source, folder, root, split, count, photos, variant, attribute, steps, guidance, seed, margin,
-                  model_card=None, variant_card=None, progress=gr.Progress()):
+                  method=DEFAULTS.method, edit_steps=DEFAULTS.edit_steps, sigma=DEFAULTS.sigma, model_card=None,
+                  variant_card=None, progress=gr.Progress()):
     """Rank faces by recourse divergence; yields the table and thumbnails as they grow.
     ``model_card`` and ``variant_card`` (local mode only): rank "Your models" instead of ``variant``."""
     pair = card_pair(model_card, variant_card)  # first: a public app refuses card paths before anything
-    settings = settings_from(steps, guidance, seed, margin)
-    count = scan_count(count, settings.counterfactual.finish_steps)
+    settings = settings_from(steps, guidance, seed, margin, method, edit_steps, sigma)
+    count = scan_count(count, settings.counterfactual)
     models, name = {}, variant
     if pair is not None:
         from recourse.foreign.pairs import require
@@ -444,7 +484,7 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
                                      model_resolution(pair.teacher if pair is not None else load_teacher()))
         for done, total, cases in scan_images(names, images, name, attribute, settings, **models):
             progress(done / total, desc=f"{done} of {total} faces")
-            _within(started, SCAN_SECONDS, "scan", "rank fewer faces or lower the most editing steps")
+            _within(started, SCAN_SECONDS, "scan", "rank fewer faces or lower the steps (Generator settings)")
             rows = [[rank + 1, c.filename, c.target, c.score_label, c.recourse.teacher_valid,
                      c.recourse.student_accepts_teacher, c.recourse.student_valid, _value(c.recourse.crg, c.compared),
                      _value(c.recourse.dirsim, c.compared), judge_says(c.judge, "teacher"), judge_says(c.judge, "student")]
@@ -453,9 +493,10 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
             thumbnails = [(Image.fromarray(pixels), f"#{rank + 1} {c.score_label}")
                           for rank, (c, (_, pixels)) in enumerate(zip(cases, found["cases"]))]
             yield (rows, thumbnails, found,
-                   f"{done} of {total} faces ranked (worst first) for **{name}**, **{attribute}**, margin "
-                   f"{settings.counterfactual.margin:g}{black_box_passes(pair, passes)}. Click a row or a thumbnail "
-                   "to audit it with these settings" + (" and Your models." if pair is not None else "."))
+                   f"{done} of {total} faces ranked (worst first) for **{name}**, **{attribute}**, "
+                   f"{method_summary(settings.counterfactual)}, margin {settings.counterfactual.margin:g}"
+                   f"{black_box_passes(pair, passes)}. Click a row or a thumbnail to audit it with these settings"
+                   + (" and Your models." if pair is not None else "."))
     except gr.Error:
         raise
     except EXPECTED_ERRORS as error:
@@ -559,12 +600,21 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                     # the button above the folded settings: it stays on a 1280×800 first screen
                     run = gr.Button("Audit", variant="primary", elem_id="run-audit")
                     with gr.Accordion("Generator settings", open=False):
+                        # only the chosen method's controls are shown (method_controls)
+                        used = METHOD_CONTROLS[DEFAULTS.method]
+                        method = Choice(METHOD_CHOICES, value=DEFAULTS.method, label="Counterfactual method",
+                                        elem_id="method")
+                        method_note = gr.Markdown(METHOD_NOTES[DEFAULTS.method], elem_id="method-note")
+                        edit_steps = gr.Slider(1, MAX_EDIT_STEPS, value=DEFAULTS.edit_steps, step=1,
+                                               label=CONTROL_LABELS["edit_steps"], visible="edit_steps" in used)
+                        sigma = gr.Slider(*SIGMAS, value=DEFAULTS.sigma, step=0.02, label=CONTROL_LABELS["sigma"],
+                                          visible="sigma" in used)
                         steps = gr.Slider(10, MAX_STEPS, value=DEFAULTS.finish_steps, step=10,
-                                          label="Most editing steps")
+                                          label=CONTROL_LABELS["finish_steps"], visible="finish_steps" in used)
                         guidance = gr.Slider(MIN_CONE, 90, value=DEFAULTS.cone_degrees, step=1,
-                                             label="Cone around the robust guide (degrees; 90 = no guide)")
+                                             label=CONTROL_LABELS["cone_degrees"], visible="cone_degrees" in used)
                         seed = gr.Number(value=DEFAULTS.seed, precision=0, minimum=0, maximum=2**31 - 1,
-                                         label="Seed (only for the optional diffusion stage, off here)")
+                                         label=CONTROL_LABELS["seed"])
                         if PUBLIC:
                             gr.Markdown(BUDGET_NOTE, elem_id="budget")
                     if not PUBLIC:  # a card path is a path on the server: never offered to strangers
@@ -651,7 +701,8 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
 
     RESULT_OUTPUTS = [teacher_cf, teacher_diff, student_cf, student_diff, evidence, cards, verdict, ig_teacher,
                       ig_student, occ_teacher, occ_student, attributions, raw, export_json, export_html, chart, status]
-    AUDIT_INPUTS = [upload, selected_face, variant, attribute, target, steps, guidance, seed, margin]
+    METHOD_SETTINGS = [method, edit_steps, sigma]  # after the walks' settings: older API calls keep their order
+    AUDIT_INPUTS = [upload, selected_face, variant, attribute, target, steps, guidance, seed, margin, *METHOD_SETTINGS]
     if not PUBLIC:
         AUDIT_INPUTS += [model_card, variant_card]
     AUDIT_OUTPUTS = [original_view, *RESULT_OUTPUTS]
@@ -660,6 +711,8 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     # -----------------------------------------------------------------------------------
     # Events
     # -----------------------------------------------------------------------------------
+    method.change(method_controls, method, [method_note, edit_steps, sigma, steps, guidance], queue=False,
+                  api_visibility="private")
     gallery.select(select_gallery_face, None, [selected_face, upload, original_view], api_visibility="private")
     upload.upload(lambda: None, None, selected_face, api_visibility="private")
     run.click(clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private").then(
@@ -670,7 +723,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     benchmark_run.change(benchmark_view, benchmark_run, [benchmark_caption, benchmark_table, benchmark_plot],
                          api_name="benchmark")
     SCAN_INPUTS = [scan_source, folder, scan_root, split, count, scan_photos, scan_variant, scan_attribute, steps,
-                   guidance, seed, margin]
+                   guidance, seed, margin, *METHOD_SETTINGS]
     if not PUBLIC:  # the Audit tab's "Your models", ranked in place of the variant when given
         SCAN_INPUTS += [model_card, variant_card]
     scanning = scan.click(find_failures, SCAN_INPUTS, [ranking, thumbnails, found_faces, scan_status],

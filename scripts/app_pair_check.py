@@ -35,8 +35,9 @@ def main(argv: list[str] | None = None) -> int:
     d = app.DEFAULTS
     started = time.perf_counter()
     final = list(app.run_audit(None, np.array(Image.open(face).convert("RGB")), app.VARIANTS[0], args.attribute,
-                               next(iter(app.TARGETS)), d.finish_steps, d.cone_degrees, d.seed, d.margin,
-                               args.model_card, args.variant_card, progress=lambda *a, **k: None))[-1]
+                               next(iter(app.TARGETS)), d.finish_steps, d.cone_degrees, d.seed, d.margin, d.method,
+                               d.edit_steps, d.sigma, args.model_card, args.variant_card,
+                               progress=lambda *a, **k: None))[-1]
     record = json.loads(Path(final[app.export_json]).read_text())
     r = record["recourse"]
     print(f"face: {caption}; audit {time.perf_counter() - started:.1f} s wall")

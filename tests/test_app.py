@@ -8,6 +8,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import gradio as gr
 import numpy as np
 import pytest
 import torch
@@ -73,6 +74,59 @@ def test_the_app_shows_a_recourse_that_changes_nothing(project_home):
     assert html.escape(exported["verdict"]) in Path(shown[app.export_html]).read_text()
 
 
+@pytest.mark.parametrize("method, screen, recorded", [
+    ("pca-walk", {"steps": 4}, {"finish_steps": 4}),
+    ("pca-walk-cone", {"steps": 4, "guidance": 30}, {"finish_steps": 4, "cone_degrees": 30.0}),
+    ("denoised", {"edit_steps": 3, "sigma": 0.3}, {"edit_steps": 3, "sigma": 0.3}),
+])
+def test_the_method_choice_reaches_the_audit_and_its_exports(project_home, method, screen, recorded):
+    """The chosen method and its own settings are what the audit ran with, and the JSON and
+    HTML exports record them (AuditSettings.to_dict holds the whole config)."""
+    build_home(project_home, tiny_classifier(seed=0), still_generator(16))
+    pixels = (np.random.default_rng(0).random((16, 16, 3)) * 255).astype(np.uint8)
+    chosen = {"steps": 10, "guidance": 40, "seed": 0, "margin": 0.0, "edit_steps": 2, "sigma": 0.4, **screen}
+    shown = list(app.run_audit(None, pixels, "ptq-int8", "Smiling", FLIP, method=method, **chosen,
+                               progress=no_progress))[-1]
+    exported = json.loads(Path(shown[app.export_json]).read_text())
+    for values in (exported["settings"]["counterfactual"], shown[app.raw]["settings"]["counterfactual"]):
+        assert values["method"] == method and values["margin"] == 0.0
+        assert {key: values[key] for key in recorded} == recorded
+    summary = app.method_summary(CounterfactualConfig(**exported["settings"]["counterfactual"]))
+    assert summary.startswith(method + ",") and summary in shown[app.status]
+    assert html.escape(summary) in Path(shown[app.export_html]).read_text()
+
+
+def test_the_method_choice_offers_every_method_and_defaults_to_the_librarys():
+    from recourse.generation import METHODS
+
+    assert sorted(value for _, value in app.method.choices) == sorted(METHODS)
+    assert app.method.value == CounterfactualConfig().method == "denoised" == app.DEFAULTS.method
+    earlier = dict((value, label) for label, value in app.method.choices)["pca-walk-cone"]
+    assert "earlier default" in earlier and "by construction" in app.METHOD_NOTES["pca-walk-cone"]
+    # each slider starts at the value the CLI's audit uses
+    assert (app.edit_steps.value, app.sigma.value) == (app.DEFAULTS.edit_steps, app.DEFAULTS.sigma)
+    assert app.settings_from(app.steps.value, app.guidance.value, app.seed.value, app.margin.value, app.method.value,
+                             app.edit_steps.value, app.sigma.value).counterfactual == app.DEFAULTS
+
+
+@pytest.mark.parametrize("method, visible", [
+    ("denoised", {"edit_steps", "sigma"}),
+    ("pca-walk", {"steps"}),
+    ("pca-walk-cone", {"steps", "guidance"}),
+])
+def test_only_the_chosen_methods_controls_are_shown(method, visible):
+    sliders = ("edit_steps", "sigma", "steps", "guidance")  # the outputs of the "method" event, after its note
+    event = next(fn for fn in app.demo.fns.values() if fn.fn is app.method_controls)
+    assert [block._id for block in event.outputs] == [app.method_note._id, *(getattr(app, n)._id for n in sliders)]
+    note, *updates = app.method_controls(method)
+    assert note["value"] == app.METHOD_NOTES[method]
+    assert {name for name, update in zip(sliders, updates) if update["visible"]} == visible
+    if method == app.DEFAULTS.method:  # as the page first shows them
+        assert {name for name in sliders if getattr(app, name).visible} == visible
+    with pytest.raises(gr.Error, match="unknown counterfactual method"):
+        app.method_controls("pca")
+
+
 def test_the_benchmark_tab_reads_its_file(project_home):
     from recourse.benchmark import BenchmarkResult, BenchmarkRow
 
@@ -124,12 +178,13 @@ EDIT_DEFAULTS = CounterfactualConfig()
 
 
 def audit(client, path, variant="ptq-int8", attribute="Smiling", target=FLIP, steps=EDIT_DEFAULTS.finish_steps,
-          guidance=EDIT_DEFAULTS.cone_degrees, seed=0, margin=0.0):
+          guidance=EDIT_DEFAULTS.cone_degrees, seed=0, margin=0.0, method=EDIT_DEFAULTS.method,
+          edit_steps=EDIT_DEFAULTS.edit_steps, sigma=EDIT_DEFAULTS.sigma):
     """An audit through the API; the editing settings default to the app's (and the CLI's)."""
     from gradio_client import handle_file
 
-    return client.predict(handle_file(str(path)), variant, attribute, target, steps, guidance, seed, margin,
-                          api_name="/audit")
+    return client.predict(handle_file(str(path)), variant, attribute, target, steps, guidance, seed, margin, method,
+                          edit_steps, sigma, api_name="/audit")
 
 
 def values_of(outputs) -> dict:
@@ -189,6 +244,9 @@ def test_bad_uploads_get_a_clear_message(client, tmp_path, make, message):
     ({"target": "maybe"}, "unknown choice 'maybe'"),
     ({"steps": 0}, "less than minimum value"),
     ({"seed": -1}, "less than minimum value"),
+    ({"method": "dpm"}, "unknown choice 'dpm'"),
+    ({"edit_steps": 0}, "less than minimum value"),
+    ({"sigma": 0.0}, "less than minimum value"),
 ])
 def test_bad_api_values_get_a_clear_message(client, arguments, message):
     from gradio_client.exceptions import AppError

@@ -32,7 +32,7 @@ def gallery_pixels() -> np.ndarray:
 
 def audit(variant_card, model_card="", attribute="Smiling") -> dict:
     steps = list(app.run_audit(None, gallery_pixels(), "ptq-int8", attribute, next(iter(app.TARGETS)), 20, 40, 0,
-                               0.0, model_card, variant_card, progress=no_progress))
+                               0.0, model_card=model_card, variant_card=variant_card, progress=no_progress))
     return steps[-1]
 
 
@@ -77,7 +77,7 @@ def test_your_models_against_the_committed_classifier_show_only_the_variants_att
 
 def scan(variant_card, model_card="", attribute="Smiling", count=2):
     return list(app.find_failures("gallery faces", "", None, "test", count, None, "ptq-int8", attribute, 20, 40, 0,
-                                  0.0, model_card, variant_card, progress=no_progress))
+                                  0.0, model_card=model_card, variant_card=variant_card, progress=no_progress))
 
 
 @pytest.mark.parametrize("variant_format", ["torch-export", "onnx"])
@@ -129,10 +129,11 @@ scan = next(fn for fn in app.demo.fns.values() if fn.api_name == "find_failures"
 refused = []
 for call in (lambda: app.card_pair("", sys.argv[1]),
              lambda: list(app.run_audit(None, None, "ptq-int8", "Smiling", next(iter(app.TARGETS)), 20, 40, 0, 0.0,
-                                        "", sys.argv[1], progress=lambda *a, **k: None)),
+                                        model_card="", variant_card=sys.argv[1], progress=lambda *a, **k: None)),
              lambda: app.use_cards(sys.argv[1], sys.argv[1], "Smiling"),
              lambda: list(app.find_failures("gallery faces", "", None, "test", 1, None, "ptq-int8", "Smiling", 20, 40,
-                                            0, 0.0, "", sys.argv[1], progress=lambda *a, **k: None))):
+                                            0, 0.0, model_card="", variant_card=sys.argv[1],
+                                            progress=lambda *a, **k: None))):
     try:
         call()
     except gr.Error as error:
@@ -154,6 +155,6 @@ def test_a_public_app_has_no_your_models_and_refuses_card_paths(tmp_path: Path) 
     assert done.returncode == 0, done.stderr[-2000:]
     seen = json.loads(done.stdout.strip().splitlines()[-1])
     assert not seen["your_models"] and seen["card_labels"] == [] and not seen["use_models"]
-    assert seen["audit_inputs"] == 9  # the committed variant's inputs only: no card path can be sent
-    assert seen["scan_inputs"] == 12 and not seen["scan_note"]  # Find failures: nothing new either
+    assert seen["audit_inputs"] == 12  # the committed variant's inputs only: no card path can be sent
+    assert seen["scan_inputs"] == 15 and not seen["scan_note"]  # Find failures: nothing new either
     assert seen["refused"] == [app.PUBLIC_CARDS_REFUSED] * 4  # refused before any file is read

@@ -142,6 +142,13 @@ def test_settings_refuse_non_finite_and_out_of_range_values():
         with pytest.raises(gr.Error):
             app.settings_from(steps, guidance, seed, margin)
     assert app.settings_from(20, 40, 0, 0.5).counterfactual.margin == 0.5
+    # the denoised method's own settings: steps within MAX_EDIT_STEPS, σ within the denoiser's trained levels
+    for edit_steps, sigma in ((float("inf"), 0.4), (app.MAX_EDIT_STEPS + 1, 0.4), (24, float("nan")), (24, -0.4),
+                              (24, app.SIGMAS[1] * 2), (24, app.SIGMAS[0] / 2)):
+        with pytest.raises(gr.Error, match="Denoiser steps|Noise level"):
+            app.settings_from(20, 40, 0, 0.0, "denoised", edit_steps, sigma)
+    config = app.settings_from(20, 40, 0, 0.0, "denoised", app.MAX_EDIT_STEPS, app.SIGMAS[0]).counterfactual
+    assert (config.edit_steps, config.sigma) == (app.MAX_EDIT_STEPS, app.SIGMAS[0])
 
 
 @pytest.mark.requires("committed_variants")

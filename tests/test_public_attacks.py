@@ -23,7 +23,7 @@ from scripts.app_screenshot import app_process
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "assets" / "examples" / "grace-hopper.jpg"
 TARGET = "flip the full-precision decision"
-OK_SETTINGS = (20, 40, 0, 0.0)  # steps, cone, seed, margin: within the public budget
+OK_SETTINGS = (20, 40, 0, 0.0)  # steps, cone, seed, margin: within the public budget (the method: its default)
 
 
 def _rss_mib(pid: int, field: str = "VmRSS") -> float:
@@ -250,6 +250,9 @@ def test_an_oversized_body_is_refused_before_it_is_read(server):
     ((120, 0, 0, 0.0), "Value 0 is less than minimum value 10"),
     ((120, 40, 0, 10.0), "Value 10.0 is greater than maximum value 3"),
     ((120, 40, 0, True), "Margin must be a number"),  # was: True taken as 1
+    ((120, 40, 0, 0.0, "denoised", 400, 0.4), "Value 400 is greater than maximum value 48"),
+    ((120, 40, 0, 0.0, "denoised", 24, 5.0), "Value 5.0 is greater than maximum value 1"),
+    ((120, 40, 0, 0.0, "x" * 5000), "unknown choice"),
 ])
 def test_costly_settings_are_refused(server, settings, message):
     """Was: steps 400, cone 0 and margin 10 made a 62 s audit, within the UI's own limits."""
@@ -264,8 +267,11 @@ def test_costly_settings_are_refused(server, settings, message):
 def test_a_scan_over_the_budget_is_refused(server):
     _, _, client = server
     message = _refusal(lambda: client.predict("gallery faces", "", None, "test", 64, None, "ptq-int8", "Smiling",
-                                              120, 40, 0, 0.0, api_name="/find_failures"))
+                                              120, 40, 0, 0.0, "pca-walk-cone", api_name="/find_failures"))
     assert "budget of 1920 editing steps" in message and "at most 16 faces" in message
+    message = _refusal(lambda: client.predict("gallery faces", "", None, "test", 16, None, "ptq-int8", "Smiling",
+                                              120, 40, 0, 0.0, "denoised", 48, api_name="/find_failures"))
+    assert "budget of 384 denoiser steps" in message and "at most 8 faces" in message
 
 
 @pytest.mark.requires("committed_variants")
@@ -378,17 +384,20 @@ def test_settings_are_numbers_not_booleans(value):
 
     import app
 
-    for position in range(4):
-        settings = [20, 40, 0, 0.5]
+    for position in (0, 1, 2, 3, 5, 6):  # 4 is the method's name
+        settings = [20, 40, 0, 0.5, "denoised", 24, 0.4]
         settings[position] = value
         with pytest.raises(gr.Error, match="must be a number"):
             app.settings_from(*settings)
 
 
 def test_the_public_budget_holds_for_settings_and_scans(monkeypatch):
+    from dataclasses import replace
+
     import gradio as gr
 
     import app
+    from recourse.generation import CounterfactualConfig
 
     monkeypatch.setattr(app, "MAX_STEPS", 120)
     monkeypatch.setattr(app, "MAX_MARGIN", 3.0)
@@ -398,10 +407,53 @@ def test_the_public_budget_holds_for_settings_and_scans(monkeypatch):
     for settings in ((400, 40, 0, 0), (120, 0, 0, 0), (120, 40, 0, 10), (20.5, 40, 0, 0), (20, 40, 0.5, 0)):
         with pytest.raises(gr.Error):
             app.settings_from(*settings)
-    assert app.scan_count(16, 120) == 16 and app.scan_count(64, 30) == 64
+    walk = CounterfactualConfig(method="pca-walk-cone")
+    assert app.scan_count(16, walk) == 16 and app.scan_count(64, replace(walk, finish_steps=30)) == 64
     for count in (17, float("nan"), True, 0, 10**9):
         with pytest.raises(gr.Error):
-            app.scan_count(count, 120)  # was: NaN became 1, True became 1
+            app.scan_count(count, walk)  # was: NaN became 1, True became 1
+
+
+def test_the_public_budget_holds_for_the_denoised_methods_settings(monkeypatch):
+    """The denoised method's own inputs are bounded as the walks' are: its steps capped (each
+    a pass through the face denoiser and back), σ within the denoiser's trained levels, and a
+    scan's budget counted in its steps."""
+    import gradio as gr
+
+    import app
+    from recourse.generation import CounterfactualConfig
+
+    monkeypatch.setattr(app, "MAX_EDIT_STEPS", 48)
+    monkeypatch.setattr(app, "MAX_SCAN_EDIT_WORK", 384)
+    config = app.settings_from(20, 40, 0, 0.0, "denoised", 48, 1.0).counterfactual
+    assert (config.method, config.edit_steps, config.sigma) == ("denoised", 48, 1.0)
+    for edit_steps, sigma in ((49, 0.4), (0, 0.4), (24.5, 0.4), (True, 0.4), (24, 0.0), (24, 1.5), (24, float("nan")),
+                              (24, "0.4"), (10**9, 0.4)):
+        with pytest.raises(gr.Error, match="Denoiser steps|Noise level"):
+            app.settings_from(20, 40, 0, 0.0, "denoised", edit_steps, sigma)
+    denoised = CounterfactualConfig(method="denoised", edit_steps=24)
+    assert app.scan_count(16, denoised) == 16
+    with pytest.raises(gr.Error, match="budget of 384 denoiser steps a scan; rank at most 8 faces"):
+        app.scan_count(9, CounterfactualConfig(method="denoised", edit_steps=48))
+    with pytest.raises(gr.Error, match="at most 16 faces"):
+        app.scan_count(17, denoised)
+
+
+@pytest.mark.parametrize("method", ["dpm", "", None, 3, ["denoised"], "denoised " + "x" * 5000])
+def test_an_unknown_method_from_a_client_is_refused_clearly(method):
+    import gradio as gr
+
+    import app
+    from recourse.generation import METHODS
+
+    with pytest.raises(gr.Error) as refused:
+        app.settings_from(20, 40, 0, 0.0, method)
+    message = refused.value.message
+    assert message.startswith("unknown counterfactual method") and all(name in message for name in METHODS)
+    assert len(message) < 200  # not echoed back whole
+    if method is not None:  # an empty drop-down sends None, left to settings_from
+        with pytest.raises(gr.Error, match="unknown choice"):
+            app.method.preprocess(method)  # through the server, the drop-down refuses it first
 
 
 def test_an_audit_past_its_wall_time_stops_after_the_stage(monkeypatch):
@@ -480,10 +532,18 @@ def test_a_broken_classifier_stops_the_app_with_a_message_and_exit_code(tmp_path
 def test_public_mode_closes_the_direct_routes_and_bounds_the_queue():
     """The settings behind the server tests above, read from the app as a Space builds it."""
     probe = ("import app; q = app.demo._queue; "
-             "print(app.demo.api_open, q.max_size, app.MAX_QUEUED, app.MAX_STEPS, app.MAX_MARGIN, app.MIN_CONE)")
+             "print(app.demo.api_open, q.max_size, app.MAX_QUEUED, app.MAX_STEPS, app.MAX_MARGIN, app.MIN_CONE, "
+             "app.MAX_EDIT_STEPS, app.MAX_SCAN_EDIT_WORK, *app.SIGMAS, app.edit_steps.maximum, app.sigma.maximum); "
+             "print(app.BUDGET_NOTE)")
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "RECOURSE_PUBLIC": "1"})
-    assert done.stdout.split() == ["False", "64", "4", "120", "3.0", "10.0"], done.stderr[-1000:]
+    values, note = done.stdout.strip().splitlines()[-2:]
+    assert values.split() == ["False", "64", "4", "120", "3.0", "10.0", "48", "384", "0.02", "1.0", "48", "1.0"], \
+        done.stderr[-1000:]
+    # the note says what each method's steps cost, not only the walks'
+    assert "at most 48 denoiser steps" in note and "about 2 s on 2 cores" in note
+    assert "at most 120 editing steps" in note
+    assert "at most 384 denoiser steps or 1920 editing steps" in note
 
 
 @pytest.mark.requires("chromium", "playwright", "committed_variants")

@@ -13,6 +13,7 @@ import json
 
 from recourse.audit import AuditResult, JudgeView, Predictions, judge_says, on_boundary
 from recourse.data import ATTRIBUTES
+from recourse.render.methods import method_summary
 from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, display_pictures, png_data_uri
 
 # (key, title, one-line meaning): the value cards, in order; the README repeats these lines.
@@ -249,7 +250,7 @@ def report_html(result: AuditResult, source: str = "") -> str:
 <body style="font-family:sans-serif;max-width:1100px;margin:auto">
 <h1>Recourse audit</h1>
 <p>Variant <b>{html.escape(p.variant)}</b> against the full-precision classifier; attribute <b>{html.escape(p.attribute)}</b>,
-target {target}; seed {result.seed}; margin {result.settings.counterfactual.margin:g}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
+target {target}; seed {result.seed}; method {html.escape(method_summary(result.settings.counterfactual))}; margin {result.settings.counterfactual.margin:g}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
 Metric definitions: docs/metrics.md in the recourse-audit repository.</p>
 <h2>Verdict</h2><p style="font-size:18px">{html.escape(result.verdict)}</p>
 {value_cards(result)}

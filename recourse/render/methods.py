@@ -1,0 +1,48 @@
+"""What the app says about the counterfactual methods: the choice, which generator settings
+act on each method, and a short summary of the settings a result was made with."""
+
+from __future__ import annotations
+
+from recourse.generation import CounterfactualConfig
+
+# (label, value) of the app's method choice, in the order offered: every name of
+# recourse.generation.METHODS (tests/test_app.py checks)
+METHOD_CHOICES = [
+    ("denoised (default)", "denoised"),
+    ("pca-walk", "pca-walk"),
+    ("pca-walk-cone (earlier default)", "pca-walk-cone"),
+]
+
+METHOD_NOTES = {
+    "denoised": "Each model drives its own edit through the learned face denoiser (denoised smoothing); "
+                "a mask keeps the rest of the face.",
+    "pca-walk": "Each model's own gradient steps in the generator's PCA face basis.",
+    "pca-walk-cone": "The earlier default: the PCA walk with every step turned into a cone around a shared robust "
+                     "guide's gradient. The shared guide makes the two models' directions agree by construction, "
+                     "so DirSim says little about the models here.",
+}
+
+# The CounterfactualConfig fields each method reads among the app's controls; the seed is
+# always shown (the denoised method draws its noise from it).
+METHOD_CONTROLS = {
+    "denoised": ("edit_steps", "sigma"),
+    "pca-walk": ("finish_steps",),
+    "pca-walk-cone": ("finish_steps", "cone_degrees"),
+}
+
+CONTROL_LABELS = {
+    "edit_steps": "Denoiser steps (denoised: optimiser steps on the edit)",
+    "sigma": "Noise level σ (denoised: the denoiser's smoothing, [−1, 1] units)",
+    "finish_steps": "Most editing steps (walks)",
+    "cone_degrees": "Cone around the robust guide (pca-walk-cone; degrees, 90 = no guide)",
+    "seed": "Seed (denoised: its noise draws; the walks use none here)",
+}
+
+
+def method_summary(config: CounterfactualConfig) -> str:
+    """The method and the settings of it that the app offers, as a status line says them."""
+    if config.method == "denoised":
+        return f"denoised, {config.edit_steps} denoiser steps, σ {config.sigma:g}"
+    if config.method == "pca-walk-cone":
+        return f"pca-walk-cone, at most {config.finish_steps} editing steps, cone {config.cone_degrees:g}°"
+    return f"{config.method}, at most {config.finish_steps} editing steps"
