@@ -63,15 +63,31 @@ def _refusal(call) -> str:
     return str(refused.value)
 
 
-def _raw_call(url: str, api_name: str, data: list) -> dict:
+def _raw_event(url: str, api_name: str, leading: list) -> tuple[int, list]:
+    """``(fn_index, data)`` of a raw request to the server's event ``api_name``: ``leading``, the
+    values under test, then every later input's default, as the server's /config lists them.
+    Gradio refuses a request with fewer values than the event has inputs before any of the
+    app's checks run (with a null error), so a hard-coded list broke when the event gained
+    inputs (the method, its denoiser steps and σ): the data follows the event's real inputs."""
+    import httpx
+
+    config = httpx.get(f"{url}config", timeout=30).json()
+    index, event = next((i, d) for i, d in enumerate(config["dependencies"]) if d.get("api_name") == api_name)
+    defaults = {c["id"]: c.get("props", {}).get("value") for c in config["components"]}
+    inputs = event["inputs"]
+    assert len(leading) <= len(inputs), (api_name, len(leading), len(inputs))
+    return index, [*leading, *(defaults.get(i) for i in inputs[len(leading):])]
+
+
+def _raw_call(url: str, api_name: str, leading: list) -> dict:
     """One event sent as an attacker would, without gradio_client (which would upload a local
-    file it is given): join the queue, read the event stream; the completion message."""
+    file it is given): join the queue, read the event stream; the completion message.
+    ``leading``: the first input values; the rest are the inputs' defaults (_raw_event)."""
     import uuid
 
     import httpx
 
-    config = httpx.get(f"{url}config", timeout=30).json()
-    index = next(i for i, d in enumerate(config["dependencies"]) if d.get("api_name") == api_name)
+    index, data = _raw_event(url, api_name, leading)
     session = uuid.uuid4().hex
     joined = httpx.post(f"{url}gradio_api/queue/join", timeout=30,
                         json={"data": data, "fn_index": index, "session_hash": session, "trigger_id": None})
@@ -157,10 +173,9 @@ def test_one_caller_may_not_fill_the_queue(server):
     import app
 
     url, _, _ = server
-    config = httpx.get(f"{url}config", timeout=30).json()
-    index = next(i for i, d in enumerate(config["dependencies"]) if d.get("api_name") == "find_failures")
-    body = {"data": ["gallery faces", "", None, "test", 1, None, "ptq-int8", "Smiling", 10, 40, 0, 0.0],
-            "fn_index": index, "trigger_id": None}
+    index, data = _raw_event(url, "find_failures",
+                             ["gallery faces", "", None, "test", 1, None, "ptq-int8", "Smiling", 10, 40, 0, 0.0])
+    body = {"data": data, "fn_index": index, "trigger_id": None}
     # the server's limit in public mode: this process may have imported app outside public mode
     limit = app.PUBLIC_MAX_QUEUED
     try:
