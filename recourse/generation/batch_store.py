@@ -9,6 +9,7 @@ with other settings refuses the folder instead of mixing two runs' pictures.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 from pathlib import Path
@@ -54,16 +55,16 @@ class BatchStore:
             return None  # a file cut short by a killed run: made again
 
     def put(self, attribute: str, start: int, stop: int, images: torch.Tensor) -> None:
-        path = self._path(attribute, start, stop)
-        with open(path.with_suffix(".part"), "wb") as handle:
-            np.save(handle, images.detach().to(torch.float32).numpy(), allow_pickle=False)
-        os.replace(path.with_suffix(".part"), path)
+        buffer = io.BytesIO()
+        np.save(buffer, images.detach().to(torch.float32).numpy(), allow_pickle=False)
+        _write_atomically(self._path(attribute, start, stop), buffer.getvalue())
 
     def made(self) -> int:
         return len(list(self.directory.glob("*.npy")))
 
 
 def _write_atomically(path: Path, data: bytes) -> None:
+    """A killed run leaves a ``.part`` file, never a file cut short under the real name."""
     partial = path.with_suffix(".part")
     partial.write_bytes(data)
     os.replace(partial, path)
