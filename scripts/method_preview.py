@@ -4,8 +4,9 @@ For ``--n`` validation faces and each attribute: the classifier's FR, the oracle
 faces where it agreed before, identity (FVA, FS), mean cost, and DirSim / CRG of the
 classifier against a compressed variant (and a second full-precision classifier when given),
 with a picture strip per attribute (original | full precision | variant) written to
-``--sheets``. Validation only: settings are never chosen on the test split, and never on a
-judge (neither judge is loaded here), so that the judges stay independent of every setting.
+``--sheets``. Validation only: settings are never chosen on the test split. ``--judges`` adds
+both judges' FR (real flips) and the median L2 size of the edit; by default neither judge is
+loaded, and a choice that looked at them says so in its record.
 
     python -m scripts.method_preview --data ../shared/data/celeba-hq-64 --method denoised --n 16 \\
         --set sigma=0.25 edit_steps=24 --sheets out/preview
@@ -29,7 +30,7 @@ from recourse.instruments.identity import face_descriptor, identity_result
 from recourse.metrics import decisions
 from recourse.models import load_student, load_teacher
 from recourse.paired import Student, flip_targets, paired_recourse
-from recourse.paths import oracle_dir
+from recourse.paths import judge_dir, oracle_dir, strong_judge_dir
 from recourse.render.pictures import labelled_strip, to_pil
 
 ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
@@ -69,6 +70,7 @@ def main() -> None:
     parser.add_argument("--set", nargs="*", default=[], help="config fields, name=value")
     parser.add_argument("--sheets", help="folder for the picture strips")
     parser.add_argument("--json")
+    parser.add_argument("--judges", action="store_true", help="also read both judges' FR (say so when choosing)")
     parser.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     args = parser.parse_args()
     if args.threads:
@@ -76,6 +78,8 @@ def main() -> None:
     config = replace(CounterfactualConfig(), method=args.method, margin=args.margin, **parse_settings(args.set))
     images = to_float_images(load_split(args.data, "val", 64, cache_dir=".cache").images[args.first:args.first + args.n])
     teacher, oracle = load_teacher().eval(), load_classifier(oracle_dir()).eval()
+    judges = ({"judge_fr": load_classifier(judge_dir()).eval(), "strong_judge_fr": load_classifier(strong_judge_dir()).eval()}
+              if args.judges else {})
     describe = face_descriptor()
     original_descriptors = describe(images)  # the same faces for every attribute
     generator = load_generator(args.generator) if args.generator else default_generator()
@@ -83,7 +87,8 @@ def main() -> None:
     if args.second:
         second = load_classifier(args.second).eval()
         students["second-fp"] = Student("second-fp", second, second)
-    report = {"settings": {k: v for k, v in vars(config).items()}, "n": len(images), "attributes": {}}
+    report = {"settings": {k: v for k, v in vars(config).items()}, "n": len(images), "first": args.first,
+              "judges_read": args.judges, "attributes": {}}
     for attribute in args.attributes:
         index = attribute_index(attribute)
         targets = flip_targets(teacher, images, attribute)
@@ -107,7 +112,9 @@ def main() -> None:
             "fr": round(100 * float(teacher_result.valid.float().mean()), 1),
             "oracle_fr": real_flip_rate(oracle, images, cfs, index, targets),
             **{k: v for k, v in asdict(identity_result(original_descriptors, describe(cfs))).items() if k in ("fva", "fs")},
-            "cost": round(float(teacher_result.cost.mean()), 4)}
+            "cost": round(float(teacher_result.cost.mean()), 4),
+            "median_l2": round(statistics.median((cfs - images).flatten(1).norm(dim=1).tolist()), 2),
+            **{name: real_flip_rate(judge, images, cfs, index, targets) for name, judge in judges.items()}}
         report["attributes"][attribute] = row
         print(attribute, json.dumps(row), flush=True)
         if args.sheets:

@@ -6,7 +6,9 @@ import pytest
 
 from recourse.data import attribute_index
 from recourse.generation import CounterfactualConfig
-from recourse.generation.quality import evaluate_counterfactual_quality
+import torch
+
+from recourse.generation.quality import evaluate_counterfactual_quality, real_face_ceiling
 from recourse.instruments.identity import face_descriptor
 from tests.conftest import BrightnessModel, random_faces, still_generator
 
@@ -51,3 +53,29 @@ def test_reference_labels_must_match_the_reference_images():
     with pytest.raises(ValueError, match=r"\(M, 40\)"):
         evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(), still_generator(16),
                                         ("Smiling",), FAST, timing_samples=1, reference_labels=np.zeros((3, 40)))
+
+
+def test_the_ceiling_is_the_judges_rate_on_real_faces_of_each_tasks_target_class():
+    labels = torch.tensor([1, 1, 1, 1, 0, 0, 0, 0])
+    decided = torch.tensor([1, 0, 0, 0, 0, 0, 0, 1])  # sees 1 of 4 real positives, 3 of 4 negatives
+    assert real_face_ceiling(decided, labels, torch.tensor([1, 1])) == 25.0
+    assert real_face_ceiling(decided, labels, torch.tensor([0])) == 75.0
+    assert real_face_ceiling(decided, labels, torch.tensor([1, 0, 0, 0])) == 62.5  # weighted by the tasks
+    assert real_face_ceiling(decided, labels, torch.tensor([], dtype=torch.long)) is None
+    assert real_face_ceiling(decided[4:], labels[4:], torch.tensor([1])) is None  # no real face of class 1
+
+
+def test_with_labelled_reals_each_judge_gets_its_ceiling():
+    faces = random_faces(8)
+    faces[:4] //= 3
+    labels = np.zeros((len(faces), 40), np.uint8)
+    labels[:4, attribute_index("Smiling")] = 1
+    result = evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(), still_generator(16),
+                                             ("Smiling",), FAST, timing_samples=1, judge=BrightnessModel(),
+                                             reference_labels=labels).results[0]
+    assert result.judge_ceiling is not None and 0 <= result.judge_ceiling <= 100
+    assert result.strong_judge_ceiling is None  # no strong judge given
+    unlabelled = evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(),
+                                                 still_generator(16), ("Smiling",), FAST, timing_samples=1,
+                                                 judge=BrightnessModel()).results[0]
+    assert unlabelled.judge_ceiling is None

@@ -57,6 +57,11 @@ class AttributeQuality:
     floor_kid: float | None = None  # … and KID
     strong_judge_flip_rate: float | None = None  # real flips seen by the stronger (radius-3) judge
     strong_judge_agreed: int | None = None  # tasks that FR is counted on
+    # The FR each judge would give if every counted counterfactual were a real face of its target
+    # class (its rate of deciding real faces of that class as such): judge FR cannot be read
+    # beyond what the judge sees on real faces, e.g. a judge that misses most real glasses.
+    judge_ceiling: float | None = None
+    strong_judge_ceiling: float | None = None
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,23 @@ def real_flip_rate(before: torch.Tensor, after: torch.Tensor, targets: torch.Ten
     return round(flip_rate(after[counted], targets[counted]), 2) if bool(counted.any()) else None
 
 
+def real_face_ceiling(real_decisions: torch.Tensor, real_labels: torch.Tensor, targets: torch.Tensor) -> float | None:
+    """The FR (%) a judge would give counterfactuals indistinguishable from real faces of their
+    target class: for each task its target class's rate of being decided as that class among real
+    faces (``real_decisions`` against ``real_labels``), averaged over ``targets`` (the counted tasks).
+    ``None`` when there are no tasks or no real face of a target class."""
+    if len(targets) == 0:
+        return None
+    rates = {}
+    for value in (0, 1):
+        of_class = real_labels == value
+        if bool((targets == value).any()):
+            if not bool(of_class.any()):
+                return None
+            rates[value] = float((real_decisions[of_class] == value).float().mean())
+    return round(100 * sum(rates[int(t)] for t in targets.tolist()) / len(targets), 2)
+
+
 def evaluate_counterfactual_quality(
     images: np.ndarray,
     reference_images: np.ndarray,
@@ -137,6 +159,9 @@ def evaluate_counterfactual_quality(
         judge_before = decisions(predict_logits(judge, images))
     if strong_judge is not None:
         strong_before = decisions(predict_logits(strong_judge.eval(), images))
+    judges = {"judge": judge, "strong_judge": strong_judge}
+    real_decisions = ({name: decisions(predict_logits(model, reference_images)) for name, model in judges.items()
+                       if model is not None} if reference_labels is not None else {})
     original_descriptors = identity(x) if identity is not None else None
     if reference_labels is not None:
         # An edit that changed little must not be compared with its own original.
@@ -176,6 +201,11 @@ def evaluate_counterfactual_quality(
                 strong_after = decisions(strong_judge(counterfactuals))
             extras.update(strong_judge_flip_rate=real_flip_rate(strong_before[:, index], strong_after[:, index], targets),
                           strong_judge_agreed=int((strong_before[:, index] != targets).sum()))
+        for name, real in real_decisions.items():
+            before = judge_before if name == "judge" else strong_before
+            extras[f"{name}_ceiling"] = real_face_ceiling(
+                real[:, index], torch.as_tensor(np.asarray(reference_labels)[:, index]).long(),
+                targets[before[:, index] != targets])
         if identity is not None:
             kept = identity_result(original_descriptors, identity(counterfactuals))
             extras.update(fva=kept.fva, fs=kept.fs)
