@@ -145,8 +145,11 @@ def main() -> None:
     parser.add_argument("--repeats", type=int, default=10)
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=120.0)
+    parser.add_argument("--in-process-only", action="store_true", help="only step 1, the audit in this process")
     args = parser.parse_args()
     in_process(args.variant, args.repeats)
+    if args.in_process_only:
+        return
     with app_process() as (url, process):
         through_client(url, args.variant, args.repeats)
         load(url, process.pid, args.variant, args.clients, args.seconds)

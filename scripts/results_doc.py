@@ -33,7 +33,9 @@ ACCURACY_COMMANDS = (
     "python -m recourse evaluate --data ../shared/data/celeba-aligned-dev --split all --no-cache --json assets/results/eval-classifier-aligned.json",
 )
 # Each committed quality run, named by its split and counterfactual method (settings: its record).
-QUALITY = (("test · denoised (the default)", "counterfactual-quality-test-denoised.json"),
+QUALITY = (("test · denoised (the default, σ 1.0)", "counterfactual-quality-test-denoised.json"),
+           ("test · denoised at σ 0.4 (the earlier setting and denoiser step 8,164; first 256 faces)",
+            "counterfactual-quality-test-denoised-s04.json"),
            ("test · pca-walk-cone (the earlier default)", "counterfactual-quality-test.json"),
            ("val · pca-walk-cone", "counterfactual-quality-val.json"),
            ("test · pca-walk (ablation: no guide)", "counterfactual-quality-test-pca-walk.json"),
