@@ -8,7 +8,10 @@ from torch import nn
 
 from recourse.data import attribute_index
 from recourse.generation import METHODS, CounterfactualConfig, generate
-from recourse.generation.denoised import _denoised_change, change_mask, denoised_edit, inpaint, smallest_step
+from recourse.generation import denoised
+from recourse.generation.denoised import (
+    ReferenceViews, _denoised_change, change_mask, denoised_edit, inpaint, smallest_step,
+)
 from recourse.generation.face_denoiser import FaceDenoiser
 
 SMILING = attribute_index("Smiling")
@@ -142,8 +145,7 @@ def test_images_at_another_size_than_the_denoiser_are_refused(generator):
 
 def test_no_edit_is_no_change_whatever_the_denoiser_cannot_draw(generator):
     image = faces(1, seed=3)
-    noise = torch.randn(1, 3, 32, 32, generator=torch.Generator().manual_seed(0))
-    change = _denoised_change(generator.face_denoiser, image, torch.zeros_like(image), noise, 0.5)
+    change = _denoised_change(generator.face_denoiser, image, torch.zeros_like(image), 0, 0, 0.5)
     assert torch.equal(change, torch.zeros_like(change))
 
 
@@ -162,3 +164,47 @@ def test_both_outputs_reach_the_target_and_keep_the_face_outside_the_mask(genera
 def test_an_unknown_output_is_refused_with_the_choices():
     with pytest.raises(ValueError, match="difference, inpaint"):
         CounterfactualConfig(denoised_output="paste")
+
+
+class CountingDenoiser(nn.Module):
+    """The tiny denoiser, counting its calls that carry no gradient (the reference views, and
+    the final edited views averaged over the output draws)."""
+
+    def __init__(self, denoiser: FaceDenoiser) -> None:
+        super().__init__()
+        self.denoiser, self.config, self.unedited = denoiser, denoiser.config, 0
+
+    def forward(self, x: torch.Tensor, sigma) -> torch.Tensor:
+        self.unedited += not torch.is_grad_enabled()
+        return self.denoiser(x, sigma)
+
+    def denoise_signed(self, x: torch.Tensor, sigma) -> torch.Tensor:
+        return self.denoiser.denoise_signed(x, sigma)
+
+
+def test_a_second_model_on_the_same_task_reuses_the_reference_views_and_gets_the_same_numbers(generator, monkeypatch):
+    monkeypatch.setattr(denoised, "REFERENCE_VIEWS", ReferenceViews())
+    counting = CountingDenoiser(generator.face_denoiser)
+    shared = TinyGenerator.__new__(TinyGenerator)
+    shared.face_denoiser = counting
+    images = faces(1, seed=4)
+    first = generate(images, Brightness(), "Smiling", 1, CONFIG, shared, seeds=(3,)).images
+    assert counting.unedited == CONFIG.edit_steps + 2 * CONFIG.output_draws  # references of each step and draw
+    second = generate(images, Brightness(scale=30.0), "Smiling", 1, CONFIG, shared, seeds=(3,)).images
+    # only its own edited draws: no reference computed again
+    assert counting.unedited == CONFIG.edit_steps + 3 * CONFIG.output_draws
+    monkeypatch.setattr(denoised, "REFERENCE_VIEWS", ReferenceViews())  # empty: the same numbers from scratch
+    assert torch.equal(second, generate(images, Brightness(scale=30.0), "Smiling", 1, CONFIG, shared, seeds=(3,)).images)
+    assert torch.equal(first, generate(images, Brightness(), "Smiling", 1, CONFIG, shared, seeds=(3,)).images)
+
+
+def test_the_reference_views_are_bounded_and_never_mix_denoisers(generator):
+    views = ReferenceViews(size=2)
+    image, noise = faces(1), torch.zeros(1, 3, 32, 32)
+    for stream in range(3):
+        views.get(generator.face_denoiser, image, noise, 0, stream, 0.5)
+    assert len(views._views) == 2
+    other = TinyGenerator().face_denoiser
+    torch.nn.init.zeros_(next(other.parameters()))
+    mine = views.get(generator.face_denoiser, image, noise, 0, 2, 0.5)
+    assert not torch.equal(mine, views.get(other, image, noise, 0, 2, 0.5))
