@@ -32,6 +32,10 @@ MODEL_DIRS = {"classifier": teacher_dir, "oracle": oracle_dir, "judge": judge_di
 # results were made with the earlier default, the cone walk at margin 6.
 SINGLE_FACE_MARGIN = 0.0
 DATASET_MARGIN = 10.0
+# The denoised method's defaults, named in the help without importing torch (a test keeps them
+# equal to CounterfactualConfig's).
+DENOISED_SIGMA = 1.0
+DENOISED_EDIT_STEPS = 24
 MARGIN_NOTES = {SINGLE_FACE_MARGIN: ": the minimal recourse, as in audit, counterfactual and the app",
                 DATASET_MARGIN: ", the dataset commands' setting; audit, counterfactual and the app use 0"}
 METHOD_HELP = ("denoised (the default): each model edits through the face denoiser; pca-walk: steps in the PCA face "
@@ -605,13 +609,17 @@ def build_parser() -> argparse.ArgumentParser:
                                              "(default: the committed classifier)")
         command.add_argument("--attribute", required=True, help="one of the 40 CelebA attribute names, e.g. Smiling")
 
+    def add_denoised_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("--sigma", type=finite_float,
+                         help=f"denoised: noise level of the smoothing, [-1, 1] units (default {DENOISED_SIGMA:g})")
+        sub.add_argument("--edit-steps", type=int,
+                         help=f"denoised: optimiser steps on the edit (default {DENOISED_EDIT_STEPS})")
+
     def add_generation_options(sub: argparse.ArgumentParser, margin: float = DATASET_MARGIN) -> None:
         sub.add_argument("--generator", default=str(generator_dir()),
                          help="generator folder, or a diffusers pipeline folder or hub id")
         sub.add_argument("--counterfactual-method", choices=COUNTERFACTUAL_METHODS, help=METHOD_HELP)
-        sub.add_argument("--sigma", type=finite_float,
-                         help="denoised: noise level of the smoothing, [-1, 1] units (default 0.4)")
-        sub.add_argument("--edit-steps", type=int, help="denoised: optimiser steps on the edit (default 24)")
+        add_denoised_options(sub)
         sub.add_argument("--steps", type=int, help="walks: DDIM steps over the whole schedule (DDIM stage)")
         sub.add_argument("--noise-level", type=finite_float,
                          help="walks: fraction of the schedule to noise to, 0-1 (default 0: no DDIM stage)")
@@ -781,6 +789,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_pair_options(audit)
     audit.add_argument("--target", type=int, choices=(0, 1), help="default: flip the classifier's decision")
     audit.add_argument("--counterfactual-method", choices=COUNTERFACTUAL_METHODS, help=METHOD_HELP)
+    add_denoised_options(audit)
     audit.add_argument("--steps", type=int, help="walks: DDIM steps over the whole schedule")
     audit.add_argument("--guidance-scale", type=finite_float, help="walks: DDIM stage")
     audit.add_argument("--margin", type=finite_float,
@@ -797,6 +806,7 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--split", choices=SPLITS, default="test")
     scan.add_argument("--count", type=int, default=16, help="faces to rank (the first usable ones of the split)")
     scan.add_argument("--counterfactual-method", choices=COUNTERFACTUAL_METHODS, help=METHOD_HELP)
+    add_denoised_options(scan)
     scan.add_argument("--finish-steps", type=int, help="walks: most editing steps (default 120)")
     scan.add_argument("--margin", type=finite_float,
                       help=f"logits past the boundary each recourse is pushed (default {SINGLE_FACE_MARGIN:g}"

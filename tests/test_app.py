@@ -196,12 +196,12 @@ def values_of(outputs) -> dict:
 @pytest.mark.requires("committed_variants")
 @pytest.mark.slow
 def test_upload_audit_equals_the_cli(client, tmp_path):
-    outputs = audit(client, photo())
+    outputs = audit(client, photo(), edit_steps=4)  # fewer steps than the default keep the test quick
     ui = values_of(outputs)
     out = tmp_path / "audit.json"
     # The CLI in its own process, like the app, with the same settings (margin 0 is both defaults).
     done = subprocess.run([sys.executable, "-m", "recourse", "audit", str(photo()), "--variant", "ptq-int8",
-                           "--attribute", "Smiling", "--json", str(out)], cwd=ROOT, env=os.environ.copy(),
+                           "--attribute", "Smiling", "--edit-steps", "4", "--json", str(out)], cwd=ROOT, env=os.environ.copy(),
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     cli = json.loads(out.read_text())
@@ -258,7 +258,7 @@ def test_bad_api_values_get_a_clear_message(client, arguments, message):
 @pytest.mark.requires("committed_variants")
 @pytest.mark.slow
 def test_the_app_still_serves_after_bad_input(client):
-    values = values_of(audit(client, photo(), attribute="Young", target="1 (attribute present)"))
+    values = values_of(audit(client, photo(), attribute="Young", target="1 (attribute present)", edit_steps=2))
     assert values["attribute"] == "Young" and values["target"] == 1
 
 
@@ -267,7 +267,7 @@ def test_the_app_still_serves_after_bad_input(client):
 def test_find_failures_ranks_a_folder(client, hq_folder):
     root, _ = hq_folder  # three test-split images of noise, framed at 16 px, resized to the model's 64
     rows, _, status = client.predict("server folder", str(root), None, "test", 3, None, "ptq-int8", "Smiling",
-                                        20, 40, 0, 0.0, api_name="/find_failures")
+                                        20, 40, 0, 0.0, "denoised", 2, 1.0, api_name="/find_failures")
     table = rows["data"] if isinstance(rows, dict) else rows
     assert [row[0] for row in table] == [1, 2, 3] and "3 of 3" in status
     scores = [row[3] for row in table if not isinstance(row[3], str)]

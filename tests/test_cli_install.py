@@ -97,11 +97,11 @@ def test_single_face_commands_and_the_app_share_one_default_margin():
 
 
 def test_the_help_names_the_generators_own_defaults():
-    from recourse.cli import DATASET_MARGIN
+    from recourse.cli import DATASET_MARGIN, DENOISED_EDIT_STEPS, DENOISED_SIGMA
     from recourse.generation import CounterfactualConfig
 
     defaults = CounterfactualConfig()
-    assert DATASET_MARGIN == defaults.margin
+    assert (DATASET_MARGIN, DENOISED_SIGMA, DENOISED_EDIT_STEPS) == (defaults.margin, defaults.sigma, defaults.edit_steps)
     commands = build_parser()._subparsers._group_actions[0].choices
     for command in ("benchmark", "evaluate-counterfactuals", "quantize"):
         margin = next(a for a in commands[command]._actions if a.dest == "margin")

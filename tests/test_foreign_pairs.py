@@ -85,7 +85,7 @@ def test_scan_ranks_a_folder_for_a_foreign_pair(tmp_path: Path, hq_folder, varia
     variant = save_different(tmp_path / "q", variant_format)
     out = tmp_path / "scan.json"
     code = main(["scan", str(root), "--model", str(model), "--variant", str(variant), "--attribute", "Young",
-                 "--count", "2", "--finish-steps", "3", "--json", str(out)])
+                 "--count", "2", "--edit-steps", "2", "--json", str(out)])
     printed = capsys.readouterr().out
     assert code == 0 and "2 faces of" in printed and "ranked for different, Young" in printed
     record = json.loads(out.read_text())

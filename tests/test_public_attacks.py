@@ -23,7 +23,8 @@ from scripts.app_screenshot import app_process
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "assets" / "examples" / "grace-hopper.jpg"
 TARGET = "flip the full-precision decision"
-OK_SETTINGS = (20, 40, 0, 0.0)  # steps, cone, seed, margin: within the public budget (the method: its default)
+# steps, cone, seed, margin, method, edit steps, sigma: within the public budget, two edit steps for speed
+OK_SETTINGS = (20, 40, 0, 0.0, "denoised", 2, 1.0)
 
 
 def _rss_mib(pid: int, field: str = "VmRSS") -> float:
@@ -489,7 +490,7 @@ def test_an_audit_yields_after_every_stage_so_a_gone_caller_stops_it():
     import app
 
     face = np.asarray(Image.open(app.gallery_faces()[0][0]).convert("RGB"))
-    steps = list(app.run_audit(None, face, "ptq-int8", "Smiling", TARGET, 20, 40, 0, 0.0,
+    steps = list(app.run_audit(None, face, "ptq-int8", "Smiling", TARGET, 20, 40, 0, 0.0, edit_steps=2,
                                progress=lambda *a, **k: None))
     assert len(steps) >= 4, len(steps)
 
