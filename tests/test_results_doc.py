@@ -241,14 +241,20 @@ def test_the_page_shows_each_committed_run_with_the_options_that_reproduce_it(na
         assert "--counterfactual-method pca-walk-cone" in shown
 
 
-def test_the_readme_quotes_the_committed_benchmark_runs_with_the_options_that_reproduce_them():
+def test_the_committed_benchmark_runs_are_quoted_with_the_options_that_reproduce_them():
+    """The results page shows each run's command with the options that bring back its settings;
+    the README links there, and any run of these it quotes is quoted the same way."""
+    import re
+
     from recourse.cli import reproduction
 
-    readme = (project_root() / "README.md").read_text()
-    for name in ("benchmark.json", "benchmark-second.json"):
-        record = json.loads((assets_dir() / name).read_text())
-        shown = reproduction(record["command"], record["settings"])
-        assert "-m recourse " + shown.removeprefix("python -m recourse ") + "`" in readme
+    page, readme = results_doc.DOC.read_text(), (project_root() / "README.md").read_text()
+    shown = [reproduction(json.loads((assets_dir() / name).read_text())["command"],
+                          json.loads((assets_dir() / name).read_text())["settings"])
+             for name in ("benchmark.json", "benchmark-second.json")]
+    assert all(command in page for command in shown)
+    for quoted in re.findall(r"`(python -m recourse benchmark [^`]*--out out/bench-(?:test|second)[^`]*)`", readme):
+        assert quoted in shown, quoted
 
 
 def test_the_discriminator_shows_the_pairs_commands_of_its_generator(monkeypatch):
