@@ -34,6 +34,7 @@ ACCURACY_COMMANDS = (
 )
 # Each committed quality run, named by its split and counterfactual method (settings: its record).
 QUALITY = (("test · denoised (the default, σ 1.0)", "counterfactual-quality-test-denoised.json"),
+           ("val · denoised (the default, σ 1.0; first 200 faces)", "counterfactual-quality-val-denoised.json"),
            ("test · denoised at σ 0.4 (the earlier setting and denoiser step 8,164; first 256 faces)",
             "counterfactual-quality-test-denoised-s04.json"),
            ("test · pca-walk-cone (the earlier default)", "counterfactual-quality-test.json"),
