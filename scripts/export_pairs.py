@@ -7,9 +7,9 @@ flip that attribute's decision, saved by ``recourse.instruments.rating.save_pair
 Another generator rates the same way: write its pairs with ``save_pairs`` and pass the file to
 ``scripts.rating_page``. The file holds dataset faces: keep it under ``out/`` (ignored by git).
 It records the generation settings (``settings``, JSON), which ``scripts.edit_discriminator``
-copies into its report. The pairs of the committed discriminator AUC
-(``assets/results/edit-discriminator-test.json``) were made with the cone walk at margin 6, the
-default then; ``docs/results.md`` shows their commands with ``--method pca-walk-cone --margin 6``.
+copies into its report; ``docs/results.md`` shows each committed report's pairs commands with the
+options that bring back those settings (``--method pca-walk-cone --margin 6`` for the earlier
+cone walk's, ``assets/results/edit-discriminator-test-cone.json``).
 """
 
 from __future__ import annotations

@@ -307,6 +307,7 @@ def visibility_section() -> list[str]:
 QUALITY_WITH_INSTRUMENTS = ("python -m recourse evaluate-counterfactuals --data ../shared/data/celeba-hq-64 --split test "
                             "--n 500 --json assets/results/counterfactual-quality-test.json")
 DISCRIMINATOR = "edit-discriminator-test.json"
+DISCRIMINATOR_CONE = "edit-discriminator-test-cone.json"  # the same check on the earlier cone walk's edits
 DISCRIMINATOR_PAIRS = {split: "python -m scripts.export_pairs --data ../shared/data/celeba-hq-64 --split "
                               f"{split} --n 200 --out out/realism/{split}-pairs.npz" for split in ("train", "test")}
 DISCRIMINATOR_COMMANDS = (
@@ -470,9 +471,14 @@ def discriminator_paragraph() -> list[str]:
     record = _load(DISCRIMINATOR)
     if record is None:
         return lines + _not_yet("The discriminator's AUC", *DISCRIMINATOR_COMMANDS)
-    return lines + [f"Test AUC {record['auc']:.3f} (train {record['train_auc']:.3f}; {record['n_train']} train and "
-                    f"{record['n_test']} test faces, half of them edited):", "", "```bash",
-                    *pairs_commands(record), record["command"], "```", ""]
+    lines += [f"Test AUC {record['auc']:.3f} (train {record['train_auc']:.3f}; {record['n_train']} train and "
+              f"{record['n_test']} test faces, half of them edited):", "", "```bash",
+              *pairs_commands(record), record["command"], "```", ""]
+    earlier = _load(DISCRIMINATOR_CONE)
+    if earlier is not None:
+        lines += [f"The earlier cone walk's edits (margin 6; `{DISCRIMINATOR_CONE}`): test AUC {earlier['auc']:.3f} "
+                  f"(train {earlier['train_auc']:.3f}).", ""]
+    return lines
 
 
 def pairs_commands(record: dict) -> list[str]:
