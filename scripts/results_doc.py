@@ -260,7 +260,7 @@ def transfer_table() -> list[str]:
 
 def stability_section() -> list[str]:
     return ["## Stability of per-image numbers", "",
-            "The first run is the default generator's; the others were made with the earlier cone walk "
+            "The first two records are the default generator's; the others were made with the earlier cone walk "
             "(`--method pca-walk-cone`), at the margins they name.", "", *_sections(STABILITY, stability_table)]
 
 

@@ -117,7 +117,7 @@ def main() -> None:
             f"--{k.replace('_', '-')} {' '.join(v) if isinstance(v, list) else v}" for k, v in vars(args).items()
             if v is not None and not (k == "checks" and tuple(v) == CHECKS)),
         "variant": args.variant, "split": args.split, "tasks": args.n, "checks": list(args.checks),
-        "settings": config.__dict__, "seconds": None,
+        "settings": config.__dict__,
     }
     if "nudge" in args.checks:
         report |= {"defined_both_times": len(crg), "undefined": undefined,

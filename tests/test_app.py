@@ -201,8 +201,8 @@ def test_upload_audit_equals_the_cli(client, tmp_path):
     out = tmp_path / "audit.json"
     # The CLI in its own process, like the app, with the same settings (margin 0 is both defaults).
     done = subprocess.run([sys.executable, "-m", "recourse", "audit", str(photo()), "--variant", "ptq-int8",
-                           "--attribute", "Smiling", "--edit-steps", "4", "--json", str(out)], cwd=ROOT, env=os.environ.copy(),
-                          capture_output=True, text=True, timeout=300)
+                           "--attribute", "Smiling", "--edit-steps", "4", "--json", str(out)], cwd=ROOT,
+                          env=os.environ.copy(), capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
     cli = json.loads(out.read_text())
     for key in ("recourse", "teacher_probabilities", "student_probabilities", "diverging_attributes", "attributions",

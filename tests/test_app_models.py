@@ -36,7 +36,8 @@ def gallery_pixels() -> np.ndarray:
 
 def audit(variant_card, model_card="", attribute="Smiling") -> dict:
     steps = list(app.run_audit(None, gallery_pixels(), "ptq-int8", attribute, next(iter(app.TARGETS)), 20, 40, 0,
-                               0.0, edit_steps=FEW_EDIT_STEPS, model_card=model_card, variant_card=variant_card, progress=no_progress))
+                               0.0, edit_steps=FEW_EDIT_STEPS, model_card=model_card, variant_card=variant_card,
+                               progress=no_progress))
     return steps[-1]
 
 
@@ -81,7 +82,8 @@ def test_your_models_against_the_committed_classifier_show_only_the_variants_att
 
 def scan(variant_card, model_card="", attribute="Smiling", count=2):
     return list(app.find_failures("gallery faces", "", None, "test", count, None, "ptq-int8", attribute, 20, 40, 0,
-                                  0.0, edit_steps=FEW_EDIT_STEPS, model_card=model_card, variant_card=variant_card, progress=no_progress))
+                                  0.0, edit_steps=FEW_EDIT_STEPS, model_card=model_card, variant_card=variant_card,
+                                  progress=no_progress))
 
 
 @pytest.mark.parametrize("variant_format", ["torch-export", "onnx"])

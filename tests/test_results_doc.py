@@ -249,9 +249,8 @@ def test_the_committed_benchmark_runs_are_quoted_with_the_options_that_reproduce
     from recourse.cli import reproduction
 
     page, readme = results_doc.DOC.read_text(), (project_root() / "README.md").read_text()
-    shown = [reproduction(json.loads((assets_dir() / name).read_text())["command"],
-                          json.loads((assets_dir() / name).read_text())["settings"])
-             for name in ("benchmark.json", "benchmark-second.json")]
+    records = [json.loads((assets_dir() / name).read_text()) for name in ("benchmark.json", "benchmark-second.json")]
+    shown = [reproduction(record["command"], record["settings"]) for record in records]
     assert all(command in page for command in shown)
     for quoted in re.findall(r"`(python -m recourse benchmark [^`]*--out out/bench-(?:test|second)[^`]*)`", readme):
         assert quoted in shown, quoted
