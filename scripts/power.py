@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import shlex
 import sys
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -78,8 +79,10 @@ def from_interval(label: str, difference: float, low: float, high: float, n: int
 
 
 def _values(raw: list[str], count: int, option: str) -> tuple[str, list[float]]:
-    if len(raw) not in count if isinstance(count, tuple) else len(raw) != count:
-        raise SystemExit(f"{option} takes {count} values, got {len(raw)}: {' '.join(raw)}")
+    allowed = count if isinstance(count, tuple) else (count,)
+    if len(raw) not in allowed:
+        expected = " or ".join(str(n) for n in allowed)
+        raise SystemExit(f"{option} takes {expected} values, got {len(raw)}: {' '.join(raw)}")
     try:
         return raw[0], [float(v) for v in raw[1:]]
     except ValueError as error:
@@ -105,7 +108,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[Needed] = []
     given = args.proportion or args.mean or args.from_interval
     for raw in args.proportion:
-        label, numbers = _values(raw, (5, 6), "--proportion")
+        label, numbers = _values(raw, (4, 5), "--proportion")
         rows.append(proportion(label, numbers[0], numbers[1], numbers[2], numbers[3] if len(numbers) > 3 else None,
                                alpha, args.power))
     for raw in args.mean:
@@ -124,7 +127,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         print(f"| {row.label} | {row.kind} | {row.effect:+.3g} | {row.assumption} | {row.units:,} | {row.tasks:,} |")
     if args.json:
-        Path(args.json).write_text(json.dumps({"alpha": args.alpha, "family_size": args.family_size,
+        command = "python -m scripts.power " + shlex.join(sys.argv[1:] if argv is None else argv)
+        Path(args.json).write_text(json.dumps({"command": command, "alpha": args.alpha, "family_size": args.family_size,
                                                "power": args.power, "claims": [asdict(r) for r in rows]}, indent=2) + "\n")
     return 0
 
