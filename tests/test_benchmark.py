@@ -492,6 +492,14 @@ def test_family_statistics_wilson_tests_equivalence_and_corrected_claims():
     g_vd = next(c for c in found if (c.family, c.group, c.metric) == ("g", "all", "vd"))
     assert g_vd.p == test["p"] and g_vd.difference == g.paired["ptq-int4"]["all"]["vd"][0]
     assert g_vd.low < g_vd.difference < g_vd.high and [g_vd.low, g_vd.high] == test["interval"]
+    # Bonferroni's family-wise interval holds the 95% one and excludes zero only where Holm rejects
+    bounded = [c for c in tested if c.corrected_low == c.corrected_low]
+    assert g_vd in bounded and g_vd.corrected_low < g_vd.low and g_vd.high < g_vd.corrected_high
+    for c in bounded:
+        assert c.corrected_low <= c.low and c.high <= c.corrected_high
+        if c.corrected_low > 0 or c.corrected_high < 0:
+            assert c.p_holm < 0.05
+    assert any(c.corrected_low > 0 or c.corrected_high < 0 for c in bounded)
     # no partial edit is accepted by either side: the bootstrap's se is 0, Newcombe's floor is not,
     # so TOST does not call a difference of 0 on 60 tasks certain
     fa = g.equivalence["fp32-noise"]["all"]["fa_75"]
@@ -555,6 +563,11 @@ def test_the_statistics_report_draws_new_runs_and_says_what_old_ones_lack():
                              families=tuple(families), claims=tuple(claims(families)))
     record = json.loads(json.dumps(result.to_dict(), allow_nan=False))
     assert BenchmarkResult.from_dict(record).to_dict() == record
+    # a run written before claims carried their family-wise interval gets it on reading
+    older = {**record, "claims": [{k: v for k, v in c.items() if not k.startswith("corrected_")}
+                                  for c in record["claims"]]}
+    assert BenchmarkResult.from_dict(older).to_dict() == record
     report = statistics_report(BenchmarkResult.from_dict(record))
+    assert "[family-wise 95%]" in report
     assert "| fp32-noise (floor) | 1 |" in report and "| g − fp32-noise | VD |" in report
     assert f"{len(result.claims)} paired differences tested" in report

@@ -85,11 +85,14 @@ def claims_table(result: BenchmarkResult, group: str | None = "all", alpha: floa
     shown = [c for c in tested if c.p < alpha and (group is None or c.group == group)]
     lines = [f"{len(tested)} paired differences tested; {sum(c.p < alpha for c in tested)} with p < {alpha:g} before "
              f"correction, {sum(c.holds(alpha, 'holm') for c in tested)} after Holm, "
-             f"{sum(c.holds(alpha, 'bh') for c in tested)} after Benjamini–Hochberg.", "",
-             "| family − reference | group | metric | difference [95%] | p | Holm p | BH p |", "|---|---|---|---|---|---|---|"]
+             f"{sum(c.holds(alpha, 'bh') for c in tested)} after Benjamini–Hochberg. The family-wise interval is "
+             f"Bonferroni's (each claim at {alpha:g} / {len(tested)}): it excludes zero only where Holm also rejects.", "",
+             "| family − reference | group | metric | difference [95%] | [family-wise 95%] | p | Holm p | BH p |",
+             "|---|---|---|---|---|---|---|---|"]
     for c in sorted(shown, key=lambda c: c.p):
         lines.append(f"| {c.family} − {c.reference} | {c.group} | {_NAMES.get(c.metric, c.metric)} "
-                     f"| {c.difference:+.3g} [{c.low:.3g}, {c.high:.3g}] | {c.p:.2g} "
+                     f"| {c.difference:+.3g} [{c.low:.3g}, {c.high:.3g}] "
+                     f"| {_interval([c.corrected_low, c.corrected_high], 3)} | {c.p:.2g} "
                      f"| {'**' if c.p_holm < alpha else ''}{c.p_holm:.2g}{'**' if c.p_holm < alpha else ''} "
                      f"| {'**' if c.p_bh < alpha else ''}{c.p_bh:.2g}{'**' if c.p_bh < alpha else ''} |")
     return "\n".join(lines)
