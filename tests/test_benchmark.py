@@ -571,3 +571,21 @@ def test_the_statistics_report_draws_new_runs_and_says_what_old_ones_lack():
     assert "[family-wise 95%]" in report
     assert "| fp32-noise (floor) | 1 |" in report and "| g − fp32-noise | VD |" in report
     assert f"{len(result.claims)} paired differences tested" in report
+
+
+def test_the_margin_rule_reads_the_mean_of_the_noise_draws():
+    from recourse.benchmark.sweep import SweepPoint, chosen_margin, noise_control_vd
+
+    def point(margin: float, *draws: float) -> SweepPoint:
+        students = {"ptq-int4": {"vd": 50.0}}
+        students.update({("fp32-noise" if k == 0 else f"fp32-noise-s{k}"): {"vd": vd} for k, vd in enumerate(draws)})
+        return SweepPoint(margin=margin, teacher_success=100.0, teacher_cost=0.01, s=10, students=students)
+
+    points = [point(3, 0.0, 0.0, 0.0), point(1, 20.0, 18.0, 19.0), point(2, 2.0, 5.2, 0.0)]
+    assert noise_control_vd(points[2]) == pytest.approx(7.2 / 3)
+    # one draw above 5% at margin 2 does not move the rule, whose reading is the draws' mean
+    assert chosen_margin(points) == 2
+    assert chosen_margin(points, limit=1.0) == 3
+    assert chosen_margin([point(1, 20.0)], limit=5.0) is None
+    no_control = SweepPoint(margin=0, teacher_success=100.0, teacher_cost=0.01, s=1, students={"g": {"vd": 0.0}})
+    assert noise_control_vd(no_control) is None and chosen_margin([no_control]) is None

@@ -14,7 +14,7 @@ from typing import Callable
 import torch
 from torch import nn
 
-from recourse.benchmark.rows import BOOTSTRAP_SAMPLES, bootstrap_intervals
+from recourse.benchmark.rows import BOOTSTRAP_SAMPLES, NOISE_CONTROL, bootstrap_intervals, family_of
 from recourse.benchmark.tasks import BenchmarkSettings, attribute_groups, cached_teacher_part, chunk_bounds
 from recourse.data import to_float_images
 from recourse.generation import FaceGenerator
@@ -91,6 +91,25 @@ def _columns(chosen: list[dict], name: str) -> RecourseColumns:
         teacher_logit=column([r["teacher_logit"] for r in chosen]), student_logit=logit,
         teacher_partial=partial([r["teacher_partial"] for r in chosen]),
         student_partial=partial([r["students"][name]["partial"] for r in chosen]))
+
+
+# The rule that picks the table's margin on validation, fixed before the test run
+# (docs/metrics.md): the smallest swept margin at which the noise control's VD, the mean
+# over its noise draws, is at most this many percent.
+NOISE_VD_LIMIT = 5.0
+
+
+def noise_control_vd(point: SweepPoint) -> float | None:
+    """The noise control's VD (%) at a sweep point: the mean over its draws (``fp32-noise``,
+    ``fp32-noise-s1``, …), as the table reports a family; None where the sweep has none."""
+    draws = [values["vd"] for name, values in point.students.items() if family_of(name) == NOISE_CONTROL]
+    return sum(draws) / len(draws) if draws else None
+
+
+def chosen_margin(points: list[SweepPoint], limit: float = NOISE_VD_LIMIT) -> float | None:
+    """The smallest swept margin at which :func:`noise_control_vd` is at most ``limit``."""
+    passing = [p.margin for p in points if (vd := noise_control_vd(p)) is not None and vd <= limit]
+    return min(passing) if passing else None
 
 
 def sweep_points(records: list[dict], margins: tuple[float, ...], samples: int = BOOTSTRAP_SAMPLES) -> list[SweepPoint]:
