@@ -1,0 +1,49 @@
+"""scripts/results_benchmark.py: the results page's benchmark on the default generator."""
+
+import json
+
+from recourse.paths import assets_dir
+from scripts import results_benchmark
+from scripts.results_doc import benchmark_tables
+
+
+def _sweep(draws_at_2: tuple[float, ...]) -> dict:
+    def point(margin: float, draws: tuple[float, ...]) -> dict:
+        students = {"ptq-int4": {"vd": 4.0}}
+        students.update({("fp32-noise" if k == 0 else f"fp32-noise-s{k}"): {"vd": vd} for k, vd in enumerate(draws)})
+        return {"margin": margin, "teacher_success": 100.0, "teacher_cost": 0.02, "s": 10, "students": students}
+
+    return {"n": 10, "split": "val", "seconds": 100.0, "processes": 2, "command": "python -m recourse benchmark …",
+            "sweep": [point(1, (20.0, 18.0, 19.0)), point(2, draws_at_2), point(3, (0.0, 1.0, 0.0))]}
+
+
+def test_the_margin_choice_reads_the_rule_off_the_sweep():
+    text = "\n".join(results_benchmark.margin_choice(_sweep((2.0, 5.2, 0.0))))
+    assert "picks **margin 2** (margin 3 if every draw had to pass)" in text
+    assert "| noise control VD %, mean of 3 draws | 19.0 | 2.4 | 0.3 |" in text
+    strict = "\n".join(results_benchmark.margin_choice(_sweep((2.0, 1.0, 0.0))))
+    assert "picks **margin 2**. The test run" in strict
+
+
+def test_the_power_choice_says_which_claims_n_tasks_carry():
+    power = {"command": "python -m scripts.power …", "alpha": 0.05, "power": 0.8, "family_size": 100,
+             "claims": [{"label": "big", "kind": "mean", "effect": -8.0, "assumption": "sd 4", "tasks": 14},
+                        {"label": "small", "kind": "proportion", "effect": 0.7, "assumption": "d", "tasks": 27000}]}
+    text = "\n".join(results_benchmark.power_choice(power, 200))
+    assert "N = 200 tasks carries 1 of these 2: big." in text
+    assert "Underpowered at N = 200" in text and "small." in text
+
+
+def test_the_section_waits_for_the_test_run_and_then_draws_it():
+    sweep = _sweep((2.0, 5.2, 0.0))
+    files = {results_benchmark.VAL_SWEEP: sweep}
+    waiting = "\n".join(results_benchmark.section(files.get, benchmark_tables))
+    assert "_The test run: not finished yet._" in waiting and results_benchmark.TEST_COMMAND in waiting
+    # a run with families, claims and floor rows stands in for the test run
+    record = json.loads((assets_dir() / "results" / "dirsim-references-val.json").read_text())
+    files[results_benchmark.TEST_RUN] = record
+    done = "\n".join(results_benchmark.section(files.get, benchmark_tables))
+    assert "not finished yet" not in done
+    assert f"the test run {record['seconds']:.0f} s" in done
+    assert "#### Directions, zero-length recourses apart" in done and "[family-wise 95%]" in done
+    assert "| fp32-ref-classifier-seed1 (floor) |" in done
