@@ -1,7 +1,7 @@
 """A quick look at one counterfactual method on validation faces, to choose its settings.
 
 For ``--n`` validation faces and each attribute: the classifier's FR, the oracle's FR on the
-faces where it agreed before, identity (FVA, FS), mean cost, and DirSim / CRG of the
+faces where it agreed before, the oracle's MNAC, identity (FVA, FS), mean cost, and DirSim / CRG of the
 classifier against a compressed variant (and a second full-precision classifier when given),
 with a picture strip per attribute (original | full precision | variant) written to
 ``--sheets``. Validation only: settings are never chosen on the test split. ``--judges`` adds
@@ -27,7 +27,7 @@ from recourse.checkpoints import load_classifier
 from recourse.data import attribute_index, load_split, to_float_images
 from recourse.generation import CounterfactualConfig, default_generator, load_generator
 from recourse.instruments.identity import face_descriptor, identity_result
-from recourse.metrics import decisions
+from recourse.metrics import decisions, mean_number_of_attributes_changed
 from recourse.models import load_student, load_teacher
 from recourse.paired import Student, flip_targets, paired_recourse
 from recourse.paths import judge_dir, oracle_dir, strong_judge_dir
@@ -54,6 +54,13 @@ def real_flip_rate(judge, images, counterfactuals, index, targets) -> tuple[floa
     if not bool(counted.any()):
         return None, 0
     return round(100 * float((after[counted] == targets[counted]).float().mean()), 1), int(counted.sum())
+
+
+def oracle_mnac(oracle, images, counterfactuals, index) -> float:
+    """MNAC as the quality evaluation reads it: the oracle's other decisions that changed."""
+    with torch.no_grad():
+        before, after = decisions(oracle(images)), decisions(oracle(counterfactuals))
+    return round(mean_number_of_attributes_changed(before, after, index), 2)
 
 
 def main() -> None:
@@ -112,6 +119,7 @@ def main() -> None:
             "fr": round(100 * float(teacher_result.valid.float().mean()), 1),
             "oracle_fr": real_flip_rate(oracle, images, cfs, index, targets),
             **{k: v for k, v in asdict(identity_result(original_descriptors, describe(cfs))).items() if k in ("fva", "fs")},
+            "mnac": oracle_mnac(oracle, images, cfs, index),
             "cost": round(float(teacher_result.cost.mean()), 4),
             "median_l2": round(statistics.median((cfs - images).flatten(1).norm(dim=1).tolist()), 2),
             **{name: real_flip_rate(judge, images, cfs, index, targets) for name, judge in judges.items()}}
