@@ -129,7 +129,29 @@ def quality_section() -> list[str]:
             "(definitions in `docs/metrics.md`; judge and oracle FR count only tasks where that model agreed with "
             "the classifier before the edit, the number of such tasks in brackets; FD is on the oracle's "
             "penultimate features, *not* FID). Contact sheets on faces that are not from the dataset: "
-            "`docs/contact-sheets/`.", "", *_sections(QUALITY, quality_table)]
+            "`docs/contact-sheets/`.", "", *_sections(QUALITY, quality_table), *mnac_levers()]
+
+
+def mnac_levers() -> list[str]:
+    """What bringing MNAC to 4 costs: the preview of a larger preserve weight and a tighter mask."""
+    record = _load("denoised-mnac-levers-val.json")
+    if record is None:
+        return []
+    lines = ["### What MNAC ≤ 4 costs (validation preview)", "", record["purpose"], "", "```bash",
+             *(run["command"] for run in record["runs"].values()), "```", "",
+             "| setting | attribute | FR % | MNAC | judge FR % | strong judge FR % | FVA % |",
+             "|---|---|---:|---:|---:|---:|---:|"]
+    for setting, run in record["runs"].items():
+        for attribute, row in run["attributes"].items():
+            teacher = row["teacher"]
+            lines.append(f"| {setting} | {attribute} | {teacher['fr']:.1f} | {teacher['mnac']:.2f} "
+                         f"| {_rate(teacher['judge_fr'][0])} | {_rate(teacher['strong_judge_fr'][0])} "
+                         f"| {teacher['fva']:.1f} |")
+    return lines + ["", "A larger preserve weight (the default is 5) lowers MNAC by making the edit fainter: at 20 "
+                        "it is under 4 everywhere, but the judges then see the attribute change far less often and "
+                        "Heavy_Makeup's FR falls; 10 sits between and leaves Male and Heavy_Makeup above 4. A "
+                        "tighter mask leaves MNAC where it was: the other attributes change inside the edit, not "
+                        "around it. The default keeps the visible edit.", ""]
 
 
 def conclusions(result: BenchmarkResult, reference: str, group: str = "all") -> list[str]:
