@@ -33,15 +33,17 @@ def _cells(values: list[float | None], digits: int = 1) -> str:
     return " | ".join("—" if v is None else f"{v:.{digits}f}" for v in values)
 
 
-def margin_choice(sweep: dict) -> list[str]:
-    """The validation sweep, the noise draws' VD at each margin and the margin the rule picks."""
+def margin_choice(sweep: dict, used: float) -> list[str]:
+    """The validation sweep, the noise draws' VD at each margin, the margin the rule picks and
+    whether the test run (at ``used``) follows it."""
     points = [SweepPoint(**p) for p in sweep["sweep"]]
     margin = chosen_margin(points)
     draws = sorted(name for name in points[0].students if family_of(name) == NOISE_CONTROL)
     others = [name for name in points[0].students if family_of(name) != NOISE_CONTROL]
     strict = min((p.margin for p in points if all(p.students[d]["vd"] <= NOISE_VD_LIMIT for d in draws)), default=None)
     lines = ["### The margin, chosen on validation", "",
-             f"{sweep['n']} {sweep['split']} tasks, {len(draws)} noise draws matched on validation faces, "
+             f"{sweep['n']} {sweep['split']} tasks, {len(draws)} noise draws matched on "
+             f"{sweep['settings'].get('noise_match_split', 'the tasks')} faces, "
              f"{sweep['seconds']:.0f} s on {sweep['processes']} processes:", "", "```bash", sweep["command"], "```", "",
              "| margin | " + " | ".join(f"{p.margin:g}" for p in points) + " |",
              "|---|" + "---:|" * len(points),
@@ -50,7 +52,7 @@ def margin_choice(sweep: dict) -> list[str]:
     lines += ["", f"The rule fixed in advance (`docs/metrics.md`: the smallest margin at which the noise control's VD, "
                   f"the mean of its draws, is at most {NOISE_VD_LIMIT:g}%) picks **margin {margin:g}**"
               + (f" (margin {strict:g} if every draw had to pass)" if strict is not None and strict != margin else "")
-              + ". The test run uses it.", ""]
+              + (". The test run uses it." if used == margin else f". **The test run uses margin {used:g}.**"), ""]
     return lines
 
 
@@ -97,14 +99,16 @@ def section(load: Loader, tables: Callable[[str, str, dict], list[str]]) -> list
              "its own. The settings were chosen on validation only; the test run is the only one on its faces.", ""]
     sweep, power, record = load(VAL_SWEEP), load(POWER), load(TEST_RUN)
     if sweep is not None:
-        lines += margin_choice(sweep)
+        used = record["settings"]["counterfactual"]["margin"] if record else float(_planned("--margin"))
+        lines += margin_choice(sweep, used)
     if power is not None:
-        lines += power_choice(power, record["n"] if record else _planned_tasks())
+        lines += power_choice(power, record["n"] if record else int(_planned("--tasks")))
     if record is None:
         return lines + ["_The test run: not finished yet._ It comes from:", "", "```bash", TEST_COMMAND, "```", ""]
     return lines + test_run(record, tables, sweep["seconds"] if sweep else None)
 
 
-def _planned_tasks() -> int:
+def _planned(option: str) -> str:
+    """An option's value in the launched test command."""
     words = TEST_COMMAND.split()
-    return int(words[words.index("--tasks") + 1])
+    return words[words.index(option) + 1]

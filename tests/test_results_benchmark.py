@@ -14,15 +14,16 @@ def _sweep(draws_at_2: tuple[float, ...]) -> dict:
         return {"margin": margin, "teacher_success": 100.0, "teacher_cost": 0.02, "s": 10, "students": students}
 
     return {"n": 10, "split": "val", "seconds": 100.0, "processes": 2, "command": "python -m recourse benchmark …",
+            "settings": {"noise_match_split": "val"},
             "sweep": [point(1, (20.0, 18.0, 19.0)), point(2, draws_at_2), point(3, (0.0, 1.0, 0.0))]}
 
 
 def test_the_margin_choice_reads_the_rule_off_the_sweep():
-    text = "\n".join(results_benchmark.margin_choice(_sweep((2.0, 5.2, 0.0))))
-    assert "picks **margin 2** (margin 3 if every draw had to pass)" in text
+    text = "\n".join(results_benchmark.margin_choice(_sweep((2.0, 5.2, 0.0)), used=2.0))
+    assert "picks **margin 2** (margin 3 if every draw had to pass). The test run uses it." in text
     assert "| noise control VD %, mean of 3 draws | 19.0 | 2.4 | 0.3 |" in text
-    strict = "\n".join(results_benchmark.margin_choice(_sweep((2.0, 1.0, 0.0))))
-    assert "picks **margin 2**. The test run" in strict
+    strict = "\n".join(results_benchmark.margin_choice(_sweep((2.0, 1.0, 0.0)), used=3.0))
+    assert "picks **margin 2**. **The test run uses margin 3.**" in strict
 
 
 def test_the_power_choice_says_which_claims_n_tasks_carry():
