@@ -234,7 +234,8 @@ def test_a_broken_variant_is_listed_and_the_rest_work(tmp_path):
     assert "variant cf-ptq: not built yet" in text
 
 
-@pytest.mark.parametrize("run", ["test split", "test split, second run on other faces", "validation margin sweep"])
+@pytest.mark.parametrize("run", ["validation margin sweep, denoised generator", "test split, cone walk (superseded)",
+                                 "test split, cone walk, second run on other faces", "validation margin sweep, cone walk"])
 def test_the_benchmark_tab_reads_every_committed_run(run):
     import json
 
@@ -254,10 +255,12 @@ def test_a_damaged_benchmark_file_is_reported_not_shown(tmp_path, monkeypatch):
     (tmp_path / "assets").mkdir()
     (tmp_path / "assets" / "benchmark.json").write_text('{"rows": [{"method": "fp32"}]}')
     monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
-    caption, table, figure = app.benchmark_view("test split")
+    caption, table, figure = app.benchmark_view("test split, cone walk (superseded)")
     assert "is not a benchmark file" in caption and table is None and figure is None
-    caption, table, _ = app.benchmark_view("validation margin sweep")
-    assert "No validation margin sweep" in caption and table is None
+    caption, table, _ = app.benchmark_view("validation margin sweep, cone walk")
+    assert "No validation margin sweep, cone walk" in caption and table is None
+    # the tab opens on the first run whose file is there
+    assert app.first_benchmark_run() == "test split, cone walk (superseded)"
 
 
 @pytest.mark.requires("committed_variants")
