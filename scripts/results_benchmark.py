@@ -18,6 +18,7 @@ TEST_RUN = "benchmark-denoised.json"
 # A run cut by a session's end and resumed from its cache: each segment's start, end and the
 # minutes it was paused (the run's own "seconds" covers its last segment only).
 SEGMENTS = "benchmark-denoised-segments.json"
+MARGIN_REACHED = "margin-reached-denoised.json"  # scripts/margin_reached.py on the test run's cache
 # The test run as launched (tasks 500–699 of the test split: faces no earlier run used).
 TEST_COMMAND = (
     "OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node 2 -m recourse benchmark --data ../shared/data/celeba-hq-64 "
@@ -99,14 +100,24 @@ def wall_time(result: BenchmarkResult, sweep_seconds: float | None, segments: di
             f"{(sweep_seconds + run) / 3600:.2f} h on 2 cores (target ≤ 4 h).", ""]
 
 
+def margin_line(reached: dict | None) -> list[str]:
+    """Whether the teacher's recourse reached the stated margin, and how tightly it stopped."""
+    if reached is None:
+        return []
+    return [f"The teacher's recourse reaches margin {reached['margin']:g} on {reached['reached']} of its "
+            f"{reached['valid']} valid tasks; its logit at x'_f, signed towards the target, runs "
+            f"{reached['minimum']:.3f}–{reached['maximum']:.3f} (median {reached['median']:.3f}): "
+            f"`{reached['command']}`.", ""]
+
+
 def test_run(record: dict, tables: Callable[[str, str, dict], list[str]], sweep_seconds: float | None,
-             segments: dict | None = None) -> list[str]:
+             segments: dict | None = None, reached: dict | None = None) -> list[str]:
     """The run's table and its issue-26 statistics: directions with zero-length edits apart,
     Wilson intervals, TOST against the floor rows and the claims that survive correction."""
     result = BenchmarkResult.from_dict(record)
     first = record["settings"].get("first_task", 0)
     lines = tables(f"The test run: tasks {first}–{first + result.n - 1}", TEST_RUN, record)
-    lines += wall_time(result, sweep_seconds, segments)
+    lines += wall_time(result, sweep_seconds, segments) + margin_line(reached)
     lines += ["#### Directions, zero-length recourses apart", "", direction_table(result), "",
               "#### Shares with Wilson intervals (never [0, 0])", "", wilson_table(list(result.families)), "",
               "#### On the floor? TOST against the noise draws and the second full-precision seed", "",
@@ -127,7 +138,7 @@ def section(load: Loader, tables: Callable[[str, str, dict], list[str]]) -> list
         lines += power_choice(power, record["n"] if record else int(_planned("--tasks")))
     if record is None:
         return lines + ["_The test run: not finished yet._ It comes from:", "", "```bash", TEST_COMMAND, "```", ""]
-    return lines + test_run(record, tables, sweep["seconds"] if sweep else None, load(SEGMENTS))
+    return lines + test_run(record, tables, sweep["seconds"] if sweep else None, load(SEGMENTS), load(MARGIN_REACHED))
 
 
 def _planned(option: str) -> str:

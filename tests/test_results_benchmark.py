@@ -61,3 +61,11 @@ def test_a_resumed_run_adds_up_its_segments_less_their_pauses():
     text = "\n".join(results_benchmark.section(files.get, benchmark_tables))
     assert "the test run in 2 segments (cut by a session's end, resumed from its cache;" in text
     assert f"= {(100 + 3 * 3600 - 9 * 60 + 30 * 60) / 3600:.2f} h on 2 cores" in text
+
+
+def test_the_margin_line_quotes_the_check_and_its_command():
+    reached = {"command": "python -m scripts.margin_reached out/x --margin 2", "margin": 2.0, "chunks": 2,
+               "tasks": 12, "valid": 12, "reached": 12, "minimum": 2.0, "median": 2.0015, "maximum": 2.0047}
+    text = "\n".join(results_benchmark.margin_line(reached))
+    assert "reaches margin 2 on 12 of its 12 valid tasks" in text and "2.000–2.005 (median 2.002)" in text
+    assert results_benchmark.margin_line(None) == []

@@ -1,0 +1,72 @@
+"""Does the teacher's recourse reach the stated margin? Reads a benchmark folder's cached
+teacher parts (one per chunk) and prints, over the tasks whose recourse is valid, the
+teacher's logit of the target at ``x'_f`` signed towards the target: the margin is reached
+where it is at least ``--margin`` (to ``--tolerance``), and the stop is tight where it is
+not much more. An independent review found 1.01–1.87 at "margin 2" on the cone walk.
+
+    python -m scripts.margin_reached out/bench26-test --margin 2 [--json FILE]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+import torch
+from safetensors.torch import load_file
+
+from recourse.benchmark.tasks import FP32
+
+
+@dataclass(frozen=True)
+class MarginReached:
+    chunks: int
+    tasks: int
+    valid: int
+    reached: int  # valid tasks whose signed logit is at least margin − tolerance
+    minimum: float
+    median: float
+    maximum: float
+
+
+def signed_logits(logit: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """The target's logit, positive towards the target (target 0 flips the sign)."""
+    return torch.where(target == 1, logit, -logit)
+
+
+def margin_reached(folder: Path, margin: float, tolerance: float = 1e-3) -> MarginReached:
+    parts = sorted((folder / "cache").glob(f"{FP32}-*.safetensors"))
+    if not parts:
+        raise SystemExit(f"no cached teacher parts under {folder / 'cache'}: is it a benchmark --out folder?")
+    loaded = [load_file(path) for path in parts]
+    logit, target, valid = (torch.cat([part[key] for part in loaded]) for key in ("logit", "target", "valid"))
+    signed = signed_logits(logit.double(), target)[valid.bool()]
+    if not len(signed):
+        raise SystemExit("no valid teacher recourse in the cached parts")
+    return MarginReached(chunks=len(parts), tasks=len(logit), valid=len(signed),
+                         reached=int((signed >= margin - tolerance).sum()), minimum=float(signed.min()),
+                         median=float(signed.median()), maximum=float(signed.max()))
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("folder", type=Path, help="a benchmark --out folder")
+    parser.add_argument("--margin", type=float, required=True)
+    parser.add_argument("--tolerance", type=float, default=1e-3)
+    parser.add_argument("--json", help="write the result here")
+    args = parser.parse_args(argv)
+    found = margin_reached(args.folder, args.margin, args.tolerance)
+    print(f"{found.reached} of {found.valid} valid teacher recourses ({found.tasks} tasks, {found.chunks} chunks) reach "
+          f"margin {args.margin:g}; signed logit at x'_f min {found.minimum:.4f}, median {found.median:.4f}, "
+          f"max {found.maximum:.4f}")
+    if args.json:
+        command = "python -m scripts.margin_reached " + " ".join(sys.argv[1:] if argv is None else argv)
+        Path(args.json).write_text(json.dumps({"command": command, "margin": args.margin, **asdict(found)}, indent=2) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
