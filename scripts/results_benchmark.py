@@ -6,6 +6,7 @@ the committed files only (``scripts/results_doc.py`` puts it on ``docs/results.m
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 
 from recourse.benchmark import BenchmarkResult
 from recourse.benchmark.rows import NOISE_CONTROL, family_of
@@ -81,8 +82,6 @@ def power_choice(power: dict, n: int) -> list[str]:
 
 def segment_seconds(segments: dict) -> float:
     """Wall seconds of a resumed run: each segment's end − start, less its pauses."""
-    from datetime import datetime
-
     return sum((datetime.fromisoformat(s["end"]) - datetime.fromisoformat(s["start"])).total_seconds()
                - 60 * s.get("paused_minutes", 0.0) for s in segments["segments"])
 
