@@ -94,7 +94,9 @@ def wall_time(result: BenchmarkResult, sweep_seconds: float | None, segments: di
         run, how = result.seconds, "the test run"
     else:
         run = segment_seconds(segments)
-        how = (f"the test run in {len(segments['segments'])} segments ({segments['how']}; `assets/results/{SEGMENTS}`)")
+        count = len(segments["segments"])
+        how = (f"the test run{f' in {count} segments' if count > 1 else ''} ({segments['how']}; "
+               f"`assets/results/{SEGMENTS}`)")
     return [f"Wall time from an empty cache: the validation sweep {sweep_seconds:.0f} s + {how} {run:.0f} s = "
             f"{(sweep_seconds + run) / 3600:.2f} h on 2 cores (target ≤ 4 h).", ""]
 
