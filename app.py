@@ -414,7 +414,8 @@ def first_benchmark_run() -> str:
 
 def benchmark_view(run: str | None = None):
     """One benchmark run: its caption, its table and accuracy plotted against VD, CRG and DirSim."""
-    name = BENCHMARKS.get(run if run is not None else first_benchmark_run())
+    run = first_benchmark_run() if run is None else run
+    name = BENCHMARKS.get(run)
     if name is None:
         raise gr.Error(f"unknown benchmark run; choose one of: {', '.join(BENCHMARKS)}")
     path = assets_dir() / name
