@@ -45,7 +45,7 @@ def margin_choice(sweep: dict, used: float) -> list[str]:
     margin = chosen_margin(points)
     draws = sorted(name for name in points[0].students if family_of(name) == NOISE_CONTROL)
     others = [name for name in points[0].students if family_of(name) != NOISE_CONTROL]
-    strict = min((p.margin for p in points if all(p.students[d]["vd"] <= NOISE_VD_LIMIT for d in draws)), default=None)
+    strict = chosen_margin(points, every_draw=True)
     lines = ["### The margin, chosen on validation", "",
              f"{sweep['n']} {sweep['split']} tasks, {len(draws)} noise draws matched on "
              f"{sweep['settings'].get('noise_match_split', 'the tasks')} faces, "

@@ -21,10 +21,10 @@ from recourse.cli import EARLIER_GENERATION, generation_arguments, reproduction
 from recourse.names import QUALITY_ATTRIBUTES
 from recourse.paths import assets_dir, project_root
 from recourse.render.benchmark import latency_table
-from scripts import results_benchmark
 from recourse.render.benchmark import (
     PAIRED_REFERENCES, families_table, family_paired_table, markdown_table, paired_table, sweep_table,
 )
+from scripts import results_benchmark
 
 DOC = project_root() / "docs" / "results.md"
 ACCURACY = ("eval-classifier-test.json", "eval-oracle-test.json", "eval-classifier-aligned.json")

@@ -586,6 +586,7 @@ def test_the_margin_rule_reads_the_mean_of_the_noise_draws():
     # one draw above 5% at margin 2 does not move the rule, whose reading is the draws' mean
     assert chosen_margin(points) == 2
     assert chosen_margin(points, limit=1.0) == 3
+    assert chosen_margin(points, every_draw=True) == 3  # the stricter reading: draw s1 is at 5.2 at margin 2
     assert chosen_margin([point(1, 20.0)], limit=5.0) is None
     no_control = SweepPoint(margin=0, teacher_success=100.0, teacher_cost=0.01, s=1, students={"g": {"vd": 0.0}})
     assert noise_control_vd(no_control) is None and chosen_margin([no_control]) is None

@@ -4,15 +4,16 @@ import json
 
 import pytest
 import torch
-from safetensors.torch import save_file
 
+from recourse.caches import write_tensors
 from scripts import margin_reached
 
 
 def _part(folder, start, logit, target, valid):
     (folder / "cache").mkdir(parents=True, exist_ok=True)
-    save_file({"logit": torch.tensor(logit), "target": torch.tensor(target), "valid": torch.tensor(valid),
-               "cost": torch.zeros(len(logit))}, str(folder / "cache" / f"fp32-{start:06d}-abc.safetensors"))
+    write_tensors(folder / "cache" / f"fp32-{start:06d}-abc.safetensors",
+                  {"logit": torch.tensor(logit), "target": torch.tensor(target), "valid": torch.tensor(valid),
+                   "cost": torch.zeros(len(logit))}, {"tasks": len(logit), "first_task": start, "fingerprint": "abc"})
 
 
 def test_it_counts_valid_recourses_past_the_margin_towards_their_target(tmp_path):
@@ -28,4 +29,14 @@ def test_it_counts_valid_recourses_past_the_margin_towards_their_target(tmp_path
 
 def test_a_folder_without_a_cache_is_refused(tmp_path):
     with pytest.raises(SystemExit, match="no cached teacher parts"):
+        margin_reached.margin_reached(tmp_path, margin=2.0)
+
+
+def test_a_damaged_part_is_refused(tmp_path):
+    _part(tmp_path, 0, [2.0], [1], [True])
+    path = next((tmp_path / "cache").glob("*.safetensors"))
+    data = bytearray(path.read_bytes())
+    data[-4:] = bytes(b ^ 0xFF for b in data[-4:])  # the last tensor bytes change: the checksum no longer matches
+    path.write_bytes(bytes(data))
+    with pytest.raises(SystemExit, match="damaged"):
         margin_reached.margin_reached(tmp_path, margin=2.0)

@@ -106,9 +106,14 @@ def noise_control_vd(point: SweepPoint) -> float | None:
     return sum(draws) / len(draws) if draws else None
 
 
-def chosen_margin(points: list[SweepPoint], limit: float = NOISE_VD_LIMIT) -> float | None:
-    """The smallest swept margin at which :func:`noise_control_vd` is at most ``limit``."""
-    passing = [p.margin for p in points if (vd := noise_control_vd(p)) is not None and vd <= limit]
+def chosen_margin(points: list[SweepPoint], limit: float = NOISE_VD_LIMIT, every_draw: bool = False) -> float | None:
+    """The smallest swept margin at which :func:`noise_control_vd` is at most ``limit`` (with
+    ``every_draw``, the stricter reading: each draw's VD is)."""
+    def passes(point: SweepPoint) -> bool:
+        draws = [values["vd"] for name, values in point.students.items() if family_of(name) == NOISE_CONTROL]
+        return bool(draws) and (max(draws) if every_draw else sum(draws) / len(draws)) <= limit
+
+    passing = [p.margin for p in points if passes(p)]
     return min(passing) if passing else None
 
 
