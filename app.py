@@ -48,7 +48,8 @@ from recourse.benchmark import BenchmarkResult
 from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, SPLITS, DatasetError, to_float_images
 from recourse.generation import METHODS, CounterfactualConfig
-from recourse.inputs import Choice, OneOf, UploadedFiles, UploadedImage, prune_folder
+from recourse.inputs import Choice, OneOf, UploadedFiles, UploadedImage, WholeNumber
+from recourse.instance_folder import claim, prune_abandoned
 from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_status
 from recourse.paths import assets_dir
 from recourse.render.audit_html import (
@@ -99,7 +100,16 @@ QUEUE_SIZE = 64 if PUBLIC else 256
 # Two heavy requests at a time on two cores; the rest wait in the queue (never dropped).
 HEAVY_CONCURRENCY = int(os.environ.get("RECOURSE_APP_CONCURRENCY", "2"))
 EXPECTED_ERRORS = (ValueError, CheckpointError, DatasetError, OSError)  # bad input, missing or broken checkpoints
-EXPORTS = Path(tempfile.gettempdir()) / "recourse-audit-exports"  # one root, so a restart cleans old exports
+# Each running app keeps its uploads, Gradio's cache and its exports in a folder of its own
+# inside the shared temporary folder (recourse.instance_folder): it cleans only what it made,
+# and what a killed instance left once nobody holds it. Children (tests' app processes) share
+# the same base instead of nesting in this instance's folder.
+TEMP_BASE = Path(os.environ.get("RECOURSE_TEMP_BASE") or os.environ.get("GRADIO_TEMP_DIR")
+                 or Path(tempfile.gettempdir()) / "gradio")
+os.environ["RECOURSE_TEMP_BASE"] = str(TEMP_BASE)
+INSTANCE = claim(TEMP_BASE)
+os.environ["GRADIO_TEMP_DIR"] = str(INSTANCE.sub("gradio"))  # read by every Gradio component built below
+EXPORTS = INSTANCE.sub("exports")
 EXPORT_LIFETIME_S = 3600
 _EXPORT_LOCK = threading.Lock()
 
@@ -251,6 +261,12 @@ def _shareable(record: dict) -> dict:
     return {key: value for key, value in record.items() if key != "versions"} if PUBLIC else record
 
 
+def _shareable_result(result):
+    """An audit as a public app gives it out, in every form (the HTML report included): without
+    the server's library versions."""
+    return replace(result, versions={}) if PUBLIC else result
+
+
 def _unexpected(error: BaseException) -> gr.Error:
     traceback.print_exception(error)  # the server's log keeps the details
     return gr.Error("Something went wrong inside the app (logged on the server). Try again or choose other settings.")
@@ -277,6 +293,7 @@ def _export(result, source: str) -> tuple[str, str]:
         folder = Path(tempfile.mkdtemp(prefix="audit-", dir=EXPORTS))
     stem = f"audit-{result.predictions.variant}-{result.predictions.attribute}"
     json_path, html_path = folder / f"{stem}.json", folder / f"{stem}.html"
+    result = _shareable_result(result)
     json_path.write_text(json.dumps({"image": source, **_shareable(audit_record(result))}, indent=2) + "\n")
     html_path.write_text(report_html(result, source))
     return str(json_path), str(html_path)
@@ -356,10 +373,14 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
         variant, models = pair.name, {"teacher": pair.teacher, "student": pair.student}
     passes = pair.black_box.forward_passes if pair is not None and pair.black_box is not None else 0
     started = time.perf_counter()
+
+    def in_time(stage: str) -> None:  # after decoding, aligning, each counterfactual, each attribution
+        _within(started, AUDIT_SECONDS, "audit", "lower the steps (Generator settings) or the margin")
+
     try:
-        for step in audit_steps(image, variant, attribute, wanted, settings, **models):
+        for step in audit_steps(image, variant, attribute, wanted, settings, **models, check=in_time):
             progress(step.fraction, desc=step.stage)
-            _within(started, AUDIT_SECONDS, "audit", "lower the steps (Generator settings) or the margin")
+            in_time(step.stage)
             p = step.predictions
             if step.stage == "predictions":
                 framed = to_pil(p.display if p.display is not None else p.aligned)
@@ -436,8 +457,10 @@ def benchmark_view(run: str | None = None):
     return caption, pd.DataFrame(cells, columns=headers), accuracy_plot(result)
 
 
-def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, photos: list | None, resolution: int):
-    """Names and framed images to rank, from the chosen source."""
+def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, photos: list | None, resolution: int,
+                 check=lambda stage: None):
+    """Names and framed images to rank, from the chosen source; ``check`` after each photo is
+    decoded and aligned. A photo named twice is ranked once."""
     if source == "gallery faces":
         chosen = gallery_faces()[:count]
         return (tuple(caption for _, caption in chosen),
@@ -446,13 +469,14 @@ def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, ph
         if not photos:
             raise gr.Error("Upload one or more photos to rank.")
         names, images = [], []
-        for photo in photos[:count]:  # checked paths in the upload folder (UploadedFiles)
+        for photo in list(dict.fromkeys(photos))[:count]:  # checked paths in the upload folder (UploadedFiles)
             path = Path(photo)
             try:
                 images.append(to_float_images(faces.align_face(path, resolution).image))
                 names.append(path.name)
             except faces.FaceAlignmentError as error:
                 gr.Warning(f"{path.name}: {_public(error)}; left out")
+            check("align")
         if not images:
             raise gr.Error("None of the uploaded photos has a face that could be aligned.")
         return tuple(names), images
@@ -488,12 +512,16 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
         models, name = {"teacher": pair.teacher, "student": pair.student}, pair.name
     passes = pair.black_box.forward_passes if pair is not None and pair.black_box is not None else 0
     started = time.perf_counter()
+
+    def in_time(stage: str) -> None:  # after each photo's alignment and each counterfactual
+        _within(started, SCAN_SECONDS, "scan", "rank fewer faces or lower the steps (Generator settings)")
+
     try:
         names, images = _scan_inputs(source, folder, root, split, count, photos,
-                                     model_resolution(pair.teacher if pair is not None else load_teacher()))
-        for done, total, cases in scan_images(names, images, name, attribute, settings, **models):
+                                     model_resolution(pair.teacher if pair is not None else load_teacher()), in_time)
+        for done, total, cases in scan_images(names, images, name, attribute, settings, **models, check=in_time):
             progress(done / total, desc=f"{done} of {total} faces")
-            _within(started, SCAN_SECONDS, "scan", "rank fewer faces or lower the steps (Generator settings)")
+            in_time("face")
             rows = [[rank + 1, c.filename, c.target, c.score_label, c.recourse.teacher_valid,
                      c.recourse.student_accepts_teacher, c.recourse.student_valid, _value(c.recourse.crg, c.compared),
                      _value(c.recourse.dirsim, c.compared), judge_says(c.judge, "teacher"), judge_says(c.judge, "student")]
@@ -622,8 +650,8 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                                           label=CONTROL_LABELS["finish_steps"], visible="finish_steps" in used)
                         guidance = gr.Slider(MIN_CONE, 90, value=DEFAULTS.cone_degrees, step=1,
                                              label=CONTROL_LABELS["cone_degrees"], visible="cone_degrees" in used)
-                        seed = gr.Number(value=DEFAULTS.seed, precision=0, minimum=0, maximum=2**31 - 1,
-                                         label=CONTROL_LABELS["seed"])
+                        seed = WholeNumber(value=DEFAULTS.seed, precision=0, minimum=0, maximum=2**31 - 1,
+                                           label=CONTROL_LABELS["seed"])
                         if PUBLIC:
                             gr.Markdown(BUDGET_NOTE, elem_id="budget")
                     if not PUBLIC:  # a card path is a path on the server: never offered to strangers
@@ -767,20 +795,19 @@ def queued_by(client: str) -> int:
 
 def request_limits() -> list:
     """The middleware that caps what one caller may send (see recourse.request_limits)."""
+    from gradio.route_utils import FnIndexInferError
     from starlette.middleware import Middleware
 
     return [Middleware(RequestLimits, max_body=MAX_BODY_BYTES, upload_quota=UPLOAD_QUOTA, window_s=UPLOAD_WINDOW_S,
-                       max_queued=MAX_QUEUED, queued=queued_by, trust_forwarded=TRUST_FORWARDED)]
+                       max_queued=MAX_QUEUED, queued=queued_by, trust_forwarded=TRUST_FORWARDED, public=PUBLIC,
+                       malformed=(FnIndexInferError,))]
 
 
 def start_up(log=print) -> None:
     """Load the models, or stop with a clear message and exit code 2 (not a traceback) when a
     checkpoint is missing or broken; and remove what a killed earlier run left behind."""
-    removed = prune_folder(EXPORTS, EXPORT_LIFETIME_S, time.time())
-    made_here = set().union(*(getattr(block, "keep_in_cache", set()) for block in demo.blocks.values()),
-                            *demo.temp_file_sets)  # the gallery and example copies this run made
-    removed += prune_folder(gr.utils.get_upload_folder(), CACHE_LIFETIME_S, time.time(), keep=made_here)
-    log(f"removed {removed} old export and upload folders")
+    removed = prune_abandoned(TEMP_BASE, CACHE_LIFETIME_S, time.time(), own=INSTANCE.path)
+    log(f"removed {removed} folders of app instances that have ended")
     try:
         load_models(log)
     except (CheckpointError, FileNotFoundError) as error:
@@ -795,5 +822,8 @@ if __name__ == "__main__":
                               font_mono=["ui-monospace", "monospace"])  # system fonts: nothing fetched, offline
     # show_error=False: errors we raise (gr.Error) are shown; any other, gradio's own included, shows a
     # generic message, since its text may hold server paths
+    # public: no monitoring page (it shows every caller's counts) and no run history (it can
+    # send a caller's runs to a bucket of theirs from this server)
     demo.launch(theme=theme, css=CSS, max_file_size=faces.MAX_UPLOAD_BYTES, show_error=False,
-                app_kwargs={"middleware": request_limits()})
+                app_kwargs={"middleware": request_limits()}, enable_monitoring=False if PUBLIC else None,
+                run_history=not PUBLIC)

@@ -42,6 +42,7 @@ from recourse.generation import CounterfactualConfig, FaceGenerator
 from recourse.instruments.identity import DLIB_THRESHOLD, Descriptors, IdentityModelError, descriptor_distances
 from recourse.metrics import ImageRecourse
 from recourse.paired import Student, paired_recourse
+from recourse.progress import StageCheck, no_check
 
 ImageSource = str | os.PathLike | bytes | Image.Image | torch.Tensor
 
@@ -362,10 +363,11 @@ def _models_verdict(recourse: ImageRecourse, face_logit: float | None = None) ->
 DISPLAY_RESOLUTION = 256
 
 
-def prepare_image(image: ImageSource, resolution: int) -> tuple[torch.Tensor, str, torch.Tensor | None]:
+def prepare_image(image: ImageSource, resolution: int,
+                  check: StageCheck = no_check) -> tuple[torch.Tensor, str, torch.Tensor | None]:
     """``(3, R, R)`` in [0, 1], a message, and the same framing at display size when the photo
     has more pixels than the model sees. Photos (path, bytes, PIL) are aligned; a
-    ``(3, R, R)`` tensor is taken as already framed."""
+    ``(3, R, R)`` tensor is taken as already framed. ``check`` after decoding and aligning."""
     if isinstance(image, torch.Tensor):
         if image.shape != (3, resolution, resolution) or not image.is_floating_point():
             raise ValueError(f"a framed image must be a float (3, {resolution}, {resolution}) tensor, "
@@ -376,7 +378,9 @@ def prepare_image(image: ImageSource, resolution: int) -> tuple[torch.Tensor, st
     from recourse.faces import align_face, crop_square, load_photo
 
     photo = load_photo(image)
+    check("decode")
     aligned = align_face(photo, resolution)
+    check("align")
     left, _, right, _ = aligned.crop_box
     display = None
     if right - left > resolution:  # the photo holds more detail than the model's input
@@ -497,8 +501,11 @@ def audit_steps(
     judge: nn.Module | None | str = COMMITTED,
     strong_judge: nn.Module | None | str = COMMITTED,
     identity: Describe | None | str = COMMITTED,
+    check: StageCheck = no_check,
 ) -> Iterator[AuditStep]:
     """Run an audit, yielding after each stage; the last step carries the :class:`AuditResult`.
+    ``check`` is called after each stage, decoding, aligning and each counterfactual among
+    them (a time limit raises there).
 
     ``teacher``, ``student`` and ``generator`` default to the committed checkpoints
     (loaded once); tests pass tiny ones. ``judge`` and ``strong_judge`` default to the
@@ -519,7 +526,7 @@ def audit_steps(
     started = time.perf_counter()
 
     # (1, 2) framing and predictions
-    x, alignment, display = prepare_image(image, model_resolution(teacher))
+    x, alignment, display = prepare_image(image, model_resolution(teacher), check)
     teacher_p = _probabilities(teacher, x[None])[0]
     with torch.no_grad():
         student_logits_before = student.decider(x[None])[0]  # (40,)
@@ -537,7 +544,7 @@ def audit_steps(
     # (3) paired recourse, one seed for both models
     seed = settings.counterfactual.seed
     paired = paired_recourse(x[None], attribute, torch.tensor([target]), teacher, student, settings.counterfactual,
-                             generator, seeds=(seed,))
+                             generator, seeds=(seed,), check=check)
     seconds["counterfactuals"] = time.perf_counter() - started - seconds["predictions"]
     yield AuditStep("counterfactuals", 0.6, predictions=predictions)
     x_f, x_g = paired.teacher.images[0], paired.student.counterfactuals[0]
@@ -557,10 +564,12 @@ def audit_steps(
     config = settings.attribution
     gradient = compare_maps("integrated-gradients", integrated_gradients(teacher, x, index, config),
                             integrated_gradients(student.twin, x, index, config), "twin", config)
+    check("gradient attributions")
     yield AuditStep("gradient attributions", 0.8, predictions=predictions)
     occluded = compare_maps("occlusion", occlusion(teacher, x, index, config),
                             occlusion(student.decider, x, index, config), student.kind, config)
     seconds["attributions"] = time.perf_counter() - mark
+    check("attributions")
     yield AuditStep("attributions", 0.9, predictions=predictions)
 
     # (5, 6) what the judges see and whether the person is kept: they never guide

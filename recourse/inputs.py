@@ -13,10 +13,8 @@ Imported by the app only: the library itself needs no Gradio.
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import gradio as gr
 from gradio.utils import get_upload_folder
@@ -73,6 +71,22 @@ class UploadedFiles(gr.File):
         return [uploaded_path(file) for file in files[:self.limit]]
 
 
+class WholeNumber(gr.Number):
+    """``gr.Number`` that refuses anything but a whole number before Gradio converts it
+    (Gradio's own step rounds ``2.5`` to 2 and takes ``true`` for 1, so the app's check would
+    see a valid seed)."""
+
+    is_template = True
+
+    def preprocess(self, payload: Any) -> Any:
+        if payload is not None and (isinstance(payload, bool) or not isinstance(payload, (int, float))
+                                    or isinstance(payload, float) and not payload.is_integer()):
+            shown = repr(payload)
+            raise gr.Error(f"{self.label or 'value'} must be a whole number, got "
+                           f"{shown[:40] + '…' if len(shown) > 40 else shown}")
+        return super().preprocess(payload)
+
+
 def check_choice(payload: Any, choices: list) -> None:
     """Refuse a value that is not one of ``choices``, quoting at most 40 characters of it
     (Gradio's own refusal echoes the whole value: 5 MB in, 5 MB out)."""
@@ -99,29 +113,3 @@ class OneOf(gr.Radio):
     def preprocess(self, payload: Any) -> Any:
         check_choice(payload, [value for _, value in self.choices])
         return super().preprocess(payload)
-
-
-def prune_folder(folder: str | os.PathLike, older_than_s: float, now: float, keep: Iterable[str] = ()) -> int:
-    """Remove what lies in ``folder`` and was last changed more than ``older_than_s`` ago,
-    except entries that hold a path of ``keep``: what a killed server left behind (Gradio
-    only cleans what its own run made). Entries that vanish meanwhile (another server
-    pruning) are fine. Returns how many went."""
-    removed = 0
-    folder = Path(folder)
-    if not folder.is_dir():
-        return 0
-    kept = {Path(path).absolute() for path in keep}
-    for entry in list(folder.iterdir()):
-        try:
-            if now - entry.lstat().st_mtime <= older_than_s:
-                continue
-            if any(path == entry.absolute() or entry.absolute() in path.parents for path in kept):
-                continue
-            if entry.is_dir() and not entry.is_symlink():
-                shutil.rmtree(entry, ignore_errors=True)
-            else:
-                entry.unlink(missing_ok=True)
-            removed += 1
-        except FileNotFoundError:
-            continue
-    return removed

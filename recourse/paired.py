@@ -28,6 +28,7 @@ from recourse.metrics import (
     ImageRecourse, both_valid, decisions, direction_cosines, directional_similarity, false_acceptance,
     image_recourse, logit_gap, recourse_gap, success_rate, validity, validity_drop,
 )
+from recourse.progress import StageCheck, no_check
 
 PARTIAL_FRACTIONS = (0.5, 0.75)  # α of the partial edits x + α(x'_f − x) of false acceptance
 
@@ -209,13 +210,16 @@ class PairedRecourse:
 
 def paired_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor, teacher: nn.Module,
                     student: Student, config: CounterfactualConfig, generator: FaceGenerator | None,
-                    seeds: tuple[int, ...]) -> PairedRecourse:
+                    seeds: tuple[int, ...], check: StageCheck = no_check) -> PairedRecourse:
     """Teacher and student recourse for images ``(N, 3, H, W)`` in [0, 1], one attribute,
-    targets ``(N,)`` and one seed per task (the same seed for both models)."""
+    targets ``(N,)`` and one seed per task (the same seed for both models). ``check`` is
+    called after each model's counterfactuals."""
     targets = torch.as_tensor(targets).long()
     teacher_result = generate(images, teacher, attribute, targets, config, generator, seeds)
+    check("full-precision counterfactual")
     student_result = student_recourse(images, attribute, targets, teacher_result.images, student, config,
                                       generator, seeds)
+    check("compressed counterfactual")
     teacher_logit, teacher_partial = boundary_logits(teacher, images, teacher_result.images, attribute)
     return PairedRecourse(teacher_result, student_result,
                           columns(teacher_result.valid, teacher_result.cost, teacher_logit, teacher_partial, targets,

@@ -7,6 +7,14 @@ from typing import Callable
 from tqdm import tqdm
 
 Progress = Callable[[str, int, int], None]  # (stage, done, total)
+# Called with a stage's name after each stage of long work (decoding, aligning, each
+# counterfactual): a caller with a time limit raises there, so a limit is kept to within
+# one stage's time.
+StageCheck = Callable[[str], None]
+
+
+def no_check(stage: str) -> None:
+    """A stage check that lets every stage pass."""
 
 
 def silent(stage: str, done: int, total: int) -> None:

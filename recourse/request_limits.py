@@ -7,7 +7,12 @@ answer and nothing read:
   so that a ``data:`` URL or a 60 MB ``/queue/join`` body costs nothing;
 * an upload once the caller has uploaded ``upload_quota`` bytes within ``window_s``
   seconds (uploads are written to disk before any event runs);
-* joining the queue while the caller already has ``max_queued`` events waiting or running.
+* a request to any route that starts work (``recourse.route_policy``) while the caller
+  already has ``max_queued`` such requests in flight or events waiting or running;
+* in public mode, any route the policy closes.
+
+A request that makes the app raise before it answers gets a short JSON answer too (400 when
+it is malformed), never a bare 500.
 
 A caller is the socket's peer address; behind a proxy that sets ``X-Forwarded-For`` (a
 Hugging Face Space) its first entry, when ``trust_forwarded`` is set. Only a proxy that
@@ -19,8 +24,11 @@ from __future__ import annotations
 import json
 import threading
 import time
+import traceback
 from collections import defaultdict, deque
 from typing import Any, Awaitable, Callable
+
+from recourse import route_policy
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict]]
@@ -68,21 +76,39 @@ class UploadQuota:
 
 class RequestLimits:
     """The middleware. ``queued(client)`` counts the caller's events in the queue (waiting or
-    running); ``upload_path`` and ``join_path`` are the routes' path suffixes."""
+    running). Every route that starts work (``recourse.route_policy``: the queue, the
+    ``/call`` routes, the direct runs) passes one cap: the caller's requests to such routes
+    still being answered plus its events in the queue may not exceed ``max_queued``. The
+    requests in flight are counted because the queue learns of an event only when its
+    request is answered: 70 calls posted at once would otherwise all find an empty queue.
+    ``public``: closed routes are answered 404, and body routes no rule covers are closed.
+    ``malformed``: the server's own exception types that mean a malformed request (answered 400).
+    An event route's 500 (Gradio's answer when a direct run's function refuses its input)
+    becomes 422, its message kept."""
 
     def __init__(self, app: Callable, *, max_body: int, upload_quota: int, window_s: float, max_queued: int,
-                 queued: Callable[[str], int], trust_forwarded: bool = False,
-                 upload_path: str = "/gradio_api/upload", join_path: str = "/gradio_api/queue/join") -> None:
+                 queued: Callable[[str], int], trust_forwarded: bool = False, public: bool = False,
+                 malformed: tuple[type[BaseException], ...] = ()) -> None:
         self.app, self.max_body, self.max_queued, self.queued = app, max_body, max_queued, queued
+        self.malformed = MALFORMED + tuple(malformed)
         self.quota = UploadQuota(upload_quota, window_s)
-        self.trust_forwarded, self.upload_path, self.join_path = trust_forwarded, upload_path, join_path
+        self.trust_forwarded, self.public = trust_forwarded, public
+        self._in_flight: dict[str, int] = defaultdict(int)
+
+    def in_flight(self, client: str) -> int:
+        return self._in_flight.get(client, 0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope.get("method") not in BODY_METHODS:
+        if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        path = scope.get("path", "").rstrip("/")
+        method, path = scope.get("method", "GET"), _route_path(scope)
+        kind = route_policy.public_kind(path, method) if self.public else route_policy.classify(path, method)
+        if kind == route_policy.CLOSED:
+            return await _refuse(send, 404, "Not found.")
+        if method not in BODY_METHODS:
+            return await _answered(self.app, scope, receive, send, self.malformed)
         client = client_of(scope, self.trust_forwarded)
-        upload = path.endswith(self.upload_path)
+        upload = kind == route_policy.UPLOAD
         limit = self.quota.left(client) if upload else self.max_body
         length = _content_length(scope)
         if length is None:
@@ -92,12 +118,60 @@ class RequestLimits:
                                             f"{self.quota.window_s / 60:g} minutes. Try again later.")
         if length > limit:
             return await _refuse(send, 413, f"Request body larger than {limit // 2**10} KB.")
-        if path.endswith(self.join_path) and self.queued(client) >= self.max_queued:
-            return await _refuse(send, 429, f"You already have {self.max_queued} requests waiting or running; "
-                                            "wait for one to finish.")
         if upload:
             self.quota.add(client, length)
-        return await self.app(scope, _capped(receive, length), send)
+        if kind != route_policy.EVENT:
+            return await _answered(self.app, scope, _capped(receive, length), send, self.malformed)
+        # no await between the count and the reservation: concurrent requests see each other
+        if self.queued(client) + self.in_flight(client) >= self.max_queued:
+            return await _refuse(send, 429, f"You already have {self.max_queued} requests waiting or running; "
+                                            "wait for one to finish.")
+        self._in_flight[client] += 1
+        try:
+            return await _answered(self.app, scope, _capped(receive, length), send, self.malformed, refused=422)
+        finally:
+            self._in_flight[client] -= 1
+            if not self._in_flight[client]:
+                del self._in_flight[client]  # forget idle callers
+
+
+def _route_path(scope: Scope) -> str:
+    """The path as the app's routes see it (without a proxy's root path)."""
+    path, root = scope.get("path", ""), scope.get("root_path", "")
+    return path[len(root):] or "/" if root and path.startswith(root) else path
+
+
+# A request that makes Gradio raise before it answers is malformed (an event that does not
+# exist, a missing index, a body of the wrong shape): a 400 that says so, not a bare 500.
+MALFORMED = (LookupError, ValueError, TypeError, AttributeError)
+
+
+async def _answered(app: Callable, scope: Scope, receive: Receive, send: Send,
+                    malformed: tuple[type[BaseException], ...] = MALFORMED, refused: int | None = None) -> None:
+    """Run the app; an exception before any answer is answered with a short JSON message
+    (400 for a malformed request, 500 otherwise), and logged by the server as before.
+    ``refused``: the status that replaces the app's own 500s."""
+    started = False
+
+    async def watched(message: dict) -> None:
+        nonlocal started
+        if message["type"] == "http.response.start":
+            started = True
+            if refused is not None and message.get("status") == 500:
+                message = {**message, "status": refused}
+        await send(message)
+
+    try:
+        await app(scope, receive, watched)
+    except Exception as error:
+        if started:
+            raise
+        traceback.print_exception(error)
+        if isinstance(error, malformed):
+            await _refuse(send, 400, "Malformed request: it names no event of this app, or its data does not fit "
+                                     "the event's inputs.")
+        else:
+            await _refuse(send, 500, "Something went wrong inside the app (logged on the server).")
 
 
 def _content_length(scope: Scope) -> int | None:

@@ -19,6 +19,7 @@ from recourse.data import DatasetError, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
 from recourse.metrics import ImageRecourse
 from recourse.paired import Student, flip_targets, paired_recourse
+from recourse.progress import StageCheck, no_check
 
 
 @dataclass(frozen=True)
@@ -128,6 +129,7 @@ def scan_images(
     student: Student | None = None,
     generator: FaceGenerator | None = None,
     judge: nn.Module | None | str = COMMITTED,
+    check: StageCheck = no_check,
 ) -> Iterator[tuple[int, int, list[FolderCase]]]:
     """Rank framed images ``(3, R, R)`` in [0, 1] by recourse divergence for one variant and attribute.
 
@@ -136,7 +138,7 @@ def scan_images(
     of it would. With ``batch_size=1`` (the default) an audit of a listed image reproduces its
     row exactly; larger batches are faster but change the convolutions' rounding, which the
     student twin's quantization and twenty guided steps can amplify into visibly different values.
-    ``judge`` as in :func:`recourse.audit.audit_steps`.
+    ``judge`` and ``check`` (after each counterfactual) as in :func:`recourse.audit.audit_steps`.
     """
     from recourse import models
 
@@ -154,7 +156,7 @@ def scan_images(
         x = torch.stack([next(images) for _ in batch_names])  # (B, 3, H, W)
         targets = flip_targets(teacher, x, attribute)
         paired = paired_recourse(x, attribute, targets, teacher, student, settings.counterfactual, generator,
-                                 seeds=(seed,) * len(x))
+                                 seeds=(seed,) * len(x), check=check)
         face_logits = torch.logit(paired.teacher.probability_before.double())
         for i, name in enumerate(batch_names):
             recourse = paired.columns.image(i)
