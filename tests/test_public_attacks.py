@@ -190,6 +190,87 @@ def test_one_caller_may_not_fill_the_queue(server):
             time.sleep(2)
 
 
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_no_route_lets_one_caller_past_its_share(server):
+    """Was: POST /gradio_api/call/audit (and /call/v2/audit) passed no per-caller cap: 66 of 70
+    calls posted in 0.9 s were accepted and the 64-slot queue was full for everyone. Now 30
+    calls at once, spread over the queue and both /call routes, get the caller's share."""
+    import asyncio
+    from collections import Counter
+
+    import httpx
+
+    import app
+
+    url, _, _ = server
+    with open(EXAMPLE, "rb") as photo:
+        uploaded = httpx.post(f"{url}gradio_api/upload", files={"files": ("face.jpg", photo.read(), "image/jpeg")},
+                              timeout=60).json()[0]
+    image = {"path": uploaded, "meta": {"_type": "gradio.FileData"}, "orig_name": "face.jpg"}
+    index, data = _raw_event(url, "audit", [image, None, "ptq-int8", "Smiling", TARGET, *OK_SETTINGS])
+    info = httpx.get(f"{url}gradio_api/info", timeout=30).json()["named_endpoints"]["/audit"]["parameters"]
+    named = {p["parameter_name"]: value for p, value in zip(info, [image, *data[2:]])}
+
+    async def flood():
+        async with httpx.AsyncClient(timeout=60) as client:
+            calls = []
+            for i in range(10):
+                calls.append(client.post(f"{url}gradio_api/call/audit", json={"data": data}))
+                calls.append(client.post(f"{url}gradio_api/call/v2/audit", json=named))
+                calls.append(client.post(f"{url}gradio_api/queue/join",
+                                         json={"data": data, "fn_index": index, "session_hash": f"s{i}",
+                                               "trigger_id": None}))
+            return [answer.status_code for answer in await asyncio.gather(*calls)]
+
+    try:
+        codes = Counter(asyncio.run(flood()))
+        assert 1 <= codes[200] <= app.PUBLIC_MAX_QUEUED and codes[429] == 30 - codes[200], codes
+    finally:
+        deadline = time.monotonic() + 240
+        while time.monotonic() < deadline and app_queue_busy(url):
+            time.sleep(2)
+
+
+@pytest.mark.slow
+def test_monitoring_and_other_closed_routes_answer_404(server):
+    """Was: GET /monitoring/summary showed every caller's request counts."""
+    import httpx
+
+    url, _, _ = server
+    for method, path in (("GET", "monitoring/summary"), ("GET", "monitoring"), ("GET", "gradio_api/runs"),
+                         ("POST", "gradio_api/run-history/connect"), ("POST", "gradio_api/component_server")):
+        answer = httpx.request(method, url + path, json={}, timeout=30)
+        assert answer.status_code == 404, (path, answer.status_code, answer.text[:200])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("path, body", [("gradio_api/run/predict", {"data": []}),
+                                        ("gradio_api/run/predict", {"data": [], "fn_index": 999}),
+                                        ("gradio_api/call/use_models", {"data": []}),
+                                        ("gradio_api/call/v2/use_models", {}),
+                                        ("gradio_api/call/no_such_event", {"data": []}),
+                                        ("gradio_api/run/predict", {"data": ["bogus"], "fn_index": 1})])
+def test_a_malformed_call_gets_a_clear_4xx(server, path, body):
+    """Was: a bare 500 "Internal Server Error" for the first four."""
+    import httpx
+
+    url, _, _ = server
+    answer = httpx.post(url + path, json=body, timeout=30)
+    assert 400 <= answer.status_code < 500 and answer.json().get("error"), (answer.status_code, answer.text[:300])
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [True, False, 2.5, "7"])
+def test_the_seed_must_be_a_whole_number_as_sent(server, seed):
+    """Was: Gradio rounded 2.5 to 2 and took true for 1 before the app's own check."""
+    url, _, _ = server
+    settings = list(OK_SETTINGS)
+    settings[2] = seed
+    message = _raw_call(url, "audit", [None, None, "ptq-int8", "Smiling", TARGET, *settings])
+    assert message["success"] is False and "whole number" in str(message["output"].get("error")), str(message)[:400]
+
+
 def app_queue_busy(url: str) -> bool:
     import httpx
 
@@ -513,17 +594,24 @@ def test_public_records_leave_out_the_library_versions(monkeypatch):
     assert "versions" in app._shareable({"versions": {"torch": "2"}})
 
 
-def test_start_up_removes_what_a_killed_run_left_behind(tmp_path):
-    from recourse.inputs import prune_folder
+@pytest.mark.requires("committed_variants")
+def test_the_public_html_report_carries_no_library_versions(monkeypatch, tmp_path):
+    """Was: the JSON export and the raw output left the versions out, the HTML report did not."""
+    from dataclasses import replace
 
-    old, new, kept = tmp_path / "old", tmp_path / "new", tmp_path / "example"
-    for folder in (old, new, kept):
-        folder.mkdir()
-        (folder / "a.png").write_bytes(b"x")
-    for folder in (old, kept):
-        os.utime(folder, (time.time() - 2000, time.time() - 2000))
-    assert prune_folder(tmp_path, 900, time.time(), keep=[str(kept / "a.png")]) == 1
-    assert not old.exists() and new.exists() and kept.exists()
+    import app
+    from recourse.audit import audit_image
+
+    face = app.framed_tensor(np.asarray(Image.open(app.gallery_faces()[0][0]).convert("RGB")))
+    settings = app.settings_from(20, 40, 0, 0.0, "denoised", 2, 1.0)
+    result = audit_image(face, "ptq-int8", "Smiling", settings=settings)
+    result = replace(result, versions={"torch": "VERSION-MARK-1", "gradio": "VERSION-MARK-2"})
+    monkeypatch.setattr(app, "EXPORTS", tmp_path / "exports")
+    for public in (True, False):
+        monkeypatch.setattr(app, "PUBLIC", public)
+        json_file, html_file = app._export(result, "face")
+        shown = Path(html_file).read_text() + Path(json_file).read_text()
+        assert ("VERSION-MARK" in shown) is not public
 
 
 @pytest.mark.slow
