@@ -50,6 +50,7 @@ from recourse.data import ATTRIBUTES, SPLITS, DatasetError, to_float_images
 from recourse.generation import METHODS, CounterfactualConfig
 from recourse.inputs import Choice, OneOf, UploadedFiles, UploadedImage, WholeNumber
 from recourse.instance_folder import claim, prune_abandoned
+from recourse.memory import give_back, limit_arenas
 from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_status
 from recourse.paths import assets_dir
 from recourse.render.audit_html import (
@@ -99,6 +100,9 @@ MAX_QUEUED = PUBLIC_MAX_QUEUED if PUBLIC else 1000
 QUEUE_SIZE = 64 if PUBLIC else 256
 # Two heavy requests at a time on two cores; the rest wait in the queue (never dropped).
 HEAVY_CONCURRENCY = int(os.environ.get("RECOURSE_APP_CONCURRENCY", "2"))
+# Sessions whose outputs Gradio keeps in memory (its default, 10,000, lets every API call's
+# session hold its audit's pictures and tables until ten thousand more have come).
+SESSIONS_KEPT = 200 if PUBLIC else 10_000
 EXPECTED_ERRORS = (ValueError, CheckpointError, DatasetError, OSError)  # bad input, missing or broken checkpoints
 # Each running app keeps its uploads, Gradio's cache and its exports in a folder of its own
 # inside the shared temporary folder (recourse.instance_folder): it cleans only what it made,
@@ -414,6 +418,8 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
         raise gr.Error(_public(error)) from None
     except Exception as error:  # noqa: BLE001 — a public app answers every request
         raise _unexpected(error) from None
+    finally:
+        give_back()  # what the audit freed goes back to the system (recourse.memory)
 
 
 def _within(started: float, limit: float, what: str, advice: str) -> None:
@@ -540,6 +546,8 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
         raise gr.Error(_public(error)) from None
     except Exception as error:  # noqa: BLE001
         raise _unexpected(error) from None
+    finally:
+        give_back()
 
 
 def _pixels(case: FolderCase) -> tuple[str, np.ndarray]:
@@ -816,6 +824,7 @@ def start_up(log=print) -> None:
 
 
 if __name__ == "__main__":
+    limit_arenas(HEAVY_CONCURRENCY)  # before Gradio's worker threads exist (recourse.memory)
     start_up(lambda line: print(line, flush=True))
     threading.Thread(target=warm_up, daemon=True).start()
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
@@ -826,4 +835,4 @@ if __name__ == "__main__":
     # send a caller's runs to a bucket of theirs from this server)
     demo.launch(theme=theme, css=CSS, max_file_size=faces.MAX_UPLOAD_BYTES, show_error=False,
                 app_kwargs={"middleware": request_limits()}, enable_monitoring=False if PUBLIC else None,
-                run_history=not PUBLIC)
+                run_history=not PUBLIC, state_session_capacity=SESSIONS_KEPT)
