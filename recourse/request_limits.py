@@ -166,11 +166,13 @@ async def _answered(app: Callable, scope: Scope, receive: Receive, send: Send,
     except Exception as error:
         if started:
             raise
-        traceback.print_exception(error)
-        if isinstance(error, malformed):
+        if isinstance(error, malformed):  # one line: a stranger's bad requests must not fill the log
+            print(f"malformed request to {scope.get('path', '')[:200]}: {type(error).__name__}: {str(error)[:200]}",
+                  flush=True)
             await _refuse(send, 400, "Malformed request: it names no event of this app, or its data does not fit "
                                      "the event's inputs.")
         else:
+            traceback.print_exception(error)
             await _refuse(send, 500, "Something went wrong inside the app (logged on the server).")
 
 
