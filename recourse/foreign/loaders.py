@@ -4,15 +4,17 @@ Four sources, one result (:class:`LoadedModel`: the raw model, called on tensors
 prepared per the card):
 
 * ``format: torch-export`` — a ``torch.export`` program (``.pt2``) through ``torch.export.load``,
-  which reads a serialized graph and raw tensor data. A pt2e-quantized program (torchao's or
+  given only a serialized graph and raw tensor data: :mod:`recourse.foreign.archive_checks`
+  refuses everything else it would unpickle or run. A pt2e-quantized program (torchao's or
   ``torch.ao``'s ``convert_pt2e``) gets its straight-through form so gradients flow.
 * ``format: safetensors`` — weights for an architecture named on the card from the set we ship
   (:mod:`recourse.foreign.architectures`).
 * ``format: onnx`` — any ONNX model (float or ONNX Runtime int8) through ONNX Runtime: a black
-  box that answers forward passes only.
+  box that answers forward passes only. Its weights must be inside the file (no external data).
 * a Hugging Face hub id (``hf:owner/name[@revision]``, or ``owner/name`` when no such local
   path exists) or a local folder holding a card and one of the above: the card is fetched first
-  and only the one file it names after it, so nothing else of a repository is downloaded.
+  and only the one file it names after it, so nothing else of a repository is downloaded. The
+  file must be inside the card's folder, links included (a hub snapshot's into its own blobs).
 
 After loading, one forward pass on a blank image checks that the model returns as many
 numbers per image as its card declares: a card that lists the wrong attributes must be refused
@@ -139,27 +141,62 @@ def weights_bytes(card: ModelCard) -> bytes:
     """The weights file's bytes, checked against the card's ``sha256`` when it gives one; read
     once, so what is checked is what gets parsed."""
     path = card.weights_path
-    if not path.is_file():
+    real = contained_weights_path(card)
+    if not real.is_file():
         raise ForeignModelError(f"{path}: the weights file named by {card.source} is missing")
-    data = path.read_bytes()
+    data = real.read_bytes()
     if card.sha256 is not None and hashlib.sha256(data).hexdigest() != card.sha256:
         raise ForeignModelError(f"{path}: its SHA-256 is not the one in {card.source} (changed or damaged since "
                                 "the card was written; re-record it with sha256sum if the change is yours)")
     return data
 
 
+def contained_weights_path(card: ModelCard) -> Path:
+    """The weights file's real path, refused when it leads outside the card's folder.
+
+    The card's ``weights`` is already relative without '..' (:mod:`recourse.foreign.cards`); a
+    symlink (the file, or a folder on its way) could still point anywhere, and a stranger's card
+    must not make us read this machine's files. The one link allowed is a Hugging Face snapshot's:
+    ``<repo>/snapshots/<commit>/<file>`` → ``<repo>/blobs/<hash>``, inside the same repository."""
+    from recourse.foreign.archive_checks import UnsafeModelError
+
+    path = card.weights_path
+    try:
+        real = path.resolve(strict=True)
+    except FileNotFoundError:
+        raise ForeignModelError(f"{path}: the weights file named by {card.source} is missing") from None
+    except (OSError, RuntimeError, ValueError) as error:  # a symlink loop, a NUL in the name
+        raise ForeignModelError(f"{path}: the weights file named by {card.source} cannot be opened "
+                                f"({type(error).__name__})") from None
+    allowed = [card.folder.resolve()]
+    snapshots = card.folder.parent
+    if snapshots.name == "snapshots" and snapshots.parent.name.startswith("models--"):
+        allowed.append((snapshots.parent / "blobs").resolve())
+    if not any(real.is_relative_to(root) for root in allowed):
+        raise UnsafeModelError(f"{path}: the weights file named by {card.source} is a link that leads outside the "
+                               "card's folder; refused (put the file itself beside the card)")
+    return real
+
+
 def _load_program(card: ModelCard, data: bytes) -> LoadedModel:
+    from recourse.foreign.archive_checks import check_program_archive
     from recourse.foreign.straight_through import make_straight_through
 
+    # torch.export.load has no weights-only/no-pickle switch in torch 2.13: the check is the
+    # whole defence (every path that unpickles, runs or imports is refused there, see
+    # archive_checks), and torch gets only the archive rebuilt from the checked entries.
+    archive = check_program_archive(data, str(card.weights_path))
     try:
-        program = torch.export.load(io.BytesIO(data))
+        program = torch.export.load(io.BytesIO(archive))
     except Exception as error:  # the deserializer raises many kinds; all mean the same to a user
         raise ForeignModelError(f"{card.weights_path}: not a loadable torch.export program ({_gist(error)})") from None
     inputs = [spec for spec in program.graph_signature.input_specs if spec.kind.name == "USER_INPUT"]
     if len(inputs) != 1:
         raise ForeignModelError(f"{card.weights_path}: the program takes {len(inputs)} inputs; an attribute "
                                 "classifier takes one batch of images")
-    module = program.module()
+    # no guards function: it would be exec-ed from the archive's guards_code (the inputs'
+    # range constraints are still checked, by a pre-hook)
+    module = program.module(check_guards=False)
     rewritten = make_straight_through(module)
     fixed = _static_batch(program)
     return LoadedModel(card, module, "torch.export", differentiable=_gradient_flows(module, card, fixed),
@@ -219,17 +256,31 @@ class OnnxRuntimeModel:
 
 
 def onnx_session(data: bytes | str, threads: int | None = None) -> Any:
-    """An ONNX Runtime CPU session with as many threads as torch uses (the project's budget)."""
+    """An ONNX Runtime CPU session with as many threads as torch uses (the project's budget).
+
+    A model given as bytes has no folder, and ONNX Runtime then resolves external data files
+    against the working directory: it is given an empty one instead, so even a model that
+    passed no check cannot read this machine's files (a path given as text keeps its own
+    folder, which ONNX Runtime does not let external data leave)."""
+    import tempfile
+
     import onnxruntime as ort
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or torch.get_num_threads()
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # warnings about unused initializers are noise to a user
-    return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    if isinstance(data, str):
+        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+    with tempfile.TemporaryDirectory(prefix="recourse-onnx-") as empty:
+        options.add_session_config_entry("session.model_external_initializers_file_folder_path", empty)
+        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
 
 
 def _load_onnx(card: ModelCard, data: bytes) -> LoadedModel:
+    from recourse.foreign.archive_checks import check_onnx_model
+
+    data = check_onnx_model(data, str(card.weights_path))  # no external data: refused before ORT reads any
     try:
         session = onnx_session(data)
     except Exception as error:  # onnxruntime raises its own Fail/InvalidGraph/... types
