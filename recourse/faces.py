@@ -18,6 +18,8 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
+from recourse import jpeg_markers
+
 # Where the Haar box sits in a CelebA-HQ frame (fractions of the frame side), medians over
 # 386 training images (python -m scripts.calibrate_framing).
 HQ_BOX_CENTER = (0.500, 0.555)
@@ -37,8 +39,31 @@ MAX_PIXELS = 40_000_000
 # included). 40 MP of 8-bit grey fit; an RGB or RGBA PNG of more than 20 MP does not (a JPEG
 # is decoded reduced, see _decode). A WebP took about twice its decoded size more at peak
 # (libwebp's own buffer, then Pillow's copy), so it counts three times. Measured with
-# python -m scripts.upload_memory.
+# python -m scripts.upload_memory. A progressive (or multi-scan) JPEG also keeps the DCT
+# coefficients of the whole image at full size, whatever it is reduced to: 128 bytes an 8×8
+# block of each component, 3 bytes a pixel in 4:2:0 colour, 6 in 4:4:4, 8 in CMYK (a 627 KB
+# 40 MP CMYK one took 312 MB); they count too (jpeg_markers.coefficient_bytes), so the
+# largest square progressive JPEGs let through are 37 MP of grey, 21 MP of 4:2:0 colour,
+# 8.4 MP of 4:4:4 and 7 MP of CMYK (python -m scripts.jpeg_scans --decode).
 MAX_DECODED_BYTES = 80 * 2**20
+# A JPEG's scans, counted from its markers before anything is decoded (see _check_jpeg).
+# libjpeg decodes each scan over every block of its components, so repeating a cheap scan
+# costs time and hardly any bytes: a 442 KB 40 MP progressive JPEG whose last scan was
+# repeated to 2,500 scans took 58 s and 156 MB here (129 s on the issue's machine). Measured
+# with python -m scripts.jpeg_scans FOLDERS --encoders: every one of the 35,064 CelebA
+# photos here (5,063 Align&Cropped, 30,000 HQ) and the repo's assets is baseline, 1 scan;
+# the progressive files written by Pillow, OpenCV and libjpeg-turbo's cjpeg and jpegtran
+# (any quality, subsampling, optimize, arithmetic coding) have 10 scans in colour, 6 in
+# grey and 18 in CMYK, mozjpeg's optimised scans 4 to 7. The limit leaves over three times
+# the most. At it, the costliest file the memory cap lets through (37 MP of grey, each of
+# its scans in turn repeated to 64, Huffman or arithmetic coded) decoded in at most 1.7 s
+# with 82-90 MiB at peak, the upload's bytes included (python -m scripts.jpeg_scans --decode).
+MAX_JPEG_SCANS = 64
+ENCODER_MAX_SCANS = 18  # the most measured above (libjpeg's CMYK script), for the message
+# Bytes of fill or garbage between a JPEG's header segments: libjpeg skips them, but
+# Pillow's header parser does so a byte at a time in Python (2 MB of 0xFF fill took 1.4 s,
+# 20 MB would take 14 s); encoders write none.
+MAX_JPEG_STRAY_BYTES = 64 * 1024
 # Only these formats are opened: every one is decoded by Pillow's own code from the header
 # on (no external program, no vector or document format).
 FORMATS = ("JPEG", "PNG", "WEBP", "GIF", "BMP", "TIFF")  # JPEG includes multi-picture (MPO) files
@@ -131,25 +156,51 @@ def _check_pixels(image: Image.Image) -> None:
 _BYTES_PER_PIXEL = {"1": 1, "L": 1, "P": 1, "I;16": 2, "I;16L": 2, "I;16B": 2, "I;16N": 2}  # else 4
 
 
-def _check_memory(image: Image.Image) -> None:
-    """Refuse a photo whose decoded pixels would take more than ``MAX_DECODED_BYTES``."""
-    needed = image.width * image.height * _BYTES_PER_PIXEL.get(image.mode, 4) * (3 if image.format == "WEBP" else 1)
-    if needed > MAX_DECODED_BYTES:
+def _check_memory(image: Image.Image, jpeg: jpeg_markers.JpegLayout | None = None) -> None:
+    """Refuse a photo whose decoded pixels, plus the whole-image coefficient buffers of a
+    progressive JPEG (``jpeg``: its markers' layout, see ``_check_jpeg``), would take more
+    than ``MAX_DECODED_BYTES``."""
+    pixels = image.width * image.height * _BYTES_PER_PIXEL.get(image.mode, 4) * (3 if image.format == "WEBP" else 1)
+    coefficients = jpeg_markers.coefficient_bytes(jpeg) if jpeg is not None else 0
+    needed = pixels + coefficients
+    if needed <= MAX_DECODED_BYTES:
+        return
+    if coefficients:
+        kind = "progressive" if jpeg.progressive else "multi-scan"
         raise FaceAlignmentError(
-            f"image of {image.width}×{image.height} pixels in mode {image.mode} would take {needed / 2**20:.0f} MB "
-            f"to decode, more than the {MAX_DECODED_BYTES // 2**20} MB limit; save it as a JPEG or make it smaller")
+            f"a {kind} JPEG of {jpeg.width}×{jpeg.height} pixels would take {needed / 2**20:.0f} MB to decode, "
+            f"{coefficients / 2**20:.0f} MB of it for the DCT coefficients of the whole image (kept at full size "
+            f"whatever the photo is reduced to), more than the {MAX_DECODED_BYTES // 2**20} MB limit; "
+            "save it as a baseline (non-progressive) JPEG or make it smaller")
+    raise FaceAlignmentError(
+        f"image of {image.width}×{image.height} pixels in mode {image.mode} would take {needed / 2**20:.0f} MB "
+        f"to decode, more than the {MAX_DECODED_BYTES // 2**20} MB limit; save it as a JPEG or make it smaller")
+
+
+def _check_jpeg(data: bytes, name: str) -> jpeg_markers.JpegLayout:
+    """Refuse a JPEG (or MPO) of more than ``MAX_JPEG_SCANS`` scans, from its markers; return
+    its layout, whose coefficient buffers ``_check_memory`` counts.
+
+    Pillow's header says nothing of either: libjpeg decodes every scan over every block of
+    its components in one uninterruptible call (a 395 KB file whose last scan was repeated
+    2,500 times took 129 s), and keeps 128 bytes an 8×8 block of each component for a
+    progressive or multi-scan file, at full size whatever the draft scale."""
+    layout = jpeg_markers.read_layout(data)  # JpegStructureError is a ValueError: "not a readable image"
+    if layout.stray_bytes > MAX_JPEG_STRAY_BYTES:
+        raise FaceAlignmentError(f"{name}: a JPEG with {layout.stray_bytes:,} bytes of padding or garbage between "
+                                 "its header segments; save it again as an ordinary JPEG")
+    if layout.scans > MAX_JPEG_SCANS:
+        raise FaceAlignmentError(
+            f"{name}: a JPEG of {layout.scans:,} scans, more than the {MAX_JPEG_SCANS} allowed (encoders write at "
+            f"most {ENCODER_MAX_SCANS}, and each scan is decoded over the whole image); "
+            "save it again as an ordinary JPEG")
+    return layout
 
 
 def _decode(data: bytes, name: str) -> Image.Image:
     """Decode image bytes, refusing decompression bombs before the pixels are decoded."""
     try:
-        image = Image.open(io.BytesIO(data), formats=FORMATS)
-        _check_pixels(image)  # the header gives the size; nothing is decoded yet
-        if image.format in ("JPEG", "MPO") and max(image.size) > WORK_MAX_SIDE:
-            # decode at 1/2, 1/4 or 1/8 straight from the DCT: never holds the full size
-            factor = max(image.size) / WORK_MAX_SIDE
-            image.draft(None, (math.ceil(image.width / factor), math.ceil(image.height / factor)))
-        _check_memory(image)  # the size to be decoded, after any reduction, in this mode
+        image = _checked(data, name)
         # No DecompressionBombWarning guard is needed (nor thread-safe: warnings.catch_warnings
         # changes the process's filters): the caps above are far below Pillow's bomb limit.
         image.load()
@@ -159,6 +210,25 @@ def _decode(data: bytes, name: str) -> Image.Image:
     except (OSError, SyntaxError, ValueError, Image.DecompressionBombWarning, Image.DecompressionBombError) as error:
         reason = "unrecognised or corrupt image data" if isinstance(error, Image.UnidentifiedImageError) else str(error)
         raise FaceAlignmentError(f"{name}: not a readable image ({reason})") from None
+
+
+def _checked(data: bytes, name: str) -> Image.Image:
+    """Open image bytes with every check that needs no decoding done: a JPEG's markers, the
+    header's pixels and the memory decoding will take. Nothing is decoded yet; Pillow's and
+    the marker walk's errors are left to the caller (``_decode``)."""
+    # A JPEG's markers are walked first: the walk is bounded and mostly in C, Pillow's
+    # header parser is neither (see MAX_JPEG_STRAY_BYTES). Pillow reads as JPEG (or MPO, whose
+    # first image is the one decoded and walked) exactly the data that starts so.
+    jpeg = _check_jpeg(data, name) if data[:3] == b"\xff\xd8\xff" else None
+    image = Image.open(io.BytesIO(data), formats=FORMATS)
+    _check_pixels(image)  # the header gives the size; nothing is decoded yet
+    if image.format in ("JPEG", "MPO") and max(image.size) > WORK_MAX_SIDE:
+        # decode at 1/2, 1/4 or 1/8 straight from the DCT: the output never holds the full size
+        # (a progressive file's coefficients still do: _check_memory counts them)
+        factor = max(image.size) / WORK_MAX_SIDE
+        image.draft(None, (math.ceil(image.width / factor), math.ceil(image.height / factor)))
+    _check_memory(image, jpeg)  # the size to be decoded, after any reduction, in this mode
+    return image
 
 
 def _working_rgb(image: Image.Image) -> Image.Image:

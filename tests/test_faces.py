@@ -183,3 +183,34 @@ def test_real_celeba_photos_are_detected():
         except NoFaceError:
             pass
     assert found >= 36, f"detected {found} of 40"
+
+
+@pytest.mark.parametrize("mode, options", [
+    ("RGB", {"progressive": True}),
+    ("RGB", {"progressive": True, "optimize": True, "subsampling": 0}),
+    ("L", {"progressive": True}),
+    ("CMYK", {"progressive": True}),
+])
+def test_progressive_jpegs_of_every_kind_pass_the_scan_and_memory_checks(mode, options):
+    buffer = io.BytesIO()
+    Image.new(mode, (300, 200)).save(buffer, format="JPEG", **options)
+    assert load_photo(buffer.getvalue()).size == (300, 200)
+
+
+def test_a_multi_picture_jpeg_loads_its_first_image():
+    buffer = io.BytesIO()
+    Image.new("RGB", (120, 80), (200, 0, 0)).save(buffer, format="MPO", save_all=True,
+                                                  append_images=[Image.new("RGB", (60, 90))])
+    photo = load_photo(buffer.getvalue())
+    assert photo.size == (120, 80) and photo.getpixel((0, 0))[0] > 150
+
+
+@pytest.mark.requires("aligned_data", "hq_data")
+def test_real_celeba_jpegs_pass_the_marker_checks():
+    from recourse.jpeg_markers import read_layout
+
+    paths = (sorted((ALIGNED_DATA / "img_align_celeba").iterdir())[:100]
+             + sorted((HQ_DATA / "CelebA-HQ-img").iterdir())[:100])
+    for path in paths:
+        assert read_layout(path.read_bytes()).scans <= faces.MAX_JPEG_SCANS, path.name
+        faces._checked(path.read_bytes(), path.name)
