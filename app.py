@@ -113,8 +113,8 @@ TEMP_BASE = Path(os.environ.get("RECOURSE_TEMP_BASE") or os.environ.get("GRADIO_
 os.environ["RECOURSE_TEMP_BASE"] = str(TEMP_BASE)
 INSTANCE = claim(TEMP_BASE)
 os.environ["GRADIO_TEMP_DIR"] = str(INSTANCE.sub("gradio"))  # read by every Gradio component built below
-EXPORTS = INSTANCE.sub("exports")
-EXPORT_LIFETIME_S = 3600
+EXPORTS = INSTANCE.sub("gradio") / "exports"  # inside Gradio's cache: served from where they are, not copied
+EXPORT_LIFETIME_S = 900 if PUBLIC else 3600  # a public app writes about 1.3 MB an audit: bounded disk
 _EXPORT_LOCK = threading.Lock()
 
 BUDGET_NOTE = (f"This public app's budget: the denoised method at most {MAX_EDIT_STEPS} denoiser steps (optimiser "

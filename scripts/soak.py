@@ -33,6 +33,8 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime
+import functools
+import io
 import json
 import os
 import shutil
@@ -56,7 +58,8 @@ OVER_BUDGET = (20, 40, 0, 99.0, "denoised", 2, 1.0)  # margin 99: past the publi
 VARIANTS = ("ptq-int8", "ptq-int4", "cf-ptq")
 ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")
 # One stranger's round; each client starts at another place in it.
-ROUND = ("audit", "benchmark", "audit", "bad_choice", "scan", "audit", "garbage_upload", "over_budget")
+ROUND = ("audit", "benchmark", "large_photo", "bad_choice", "scan", "audit", "garbage_upload", "over_budget",
+         "bomb")
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 BASELINE_S = 120.0
 TARGET_GROWTH_MIB = 150.0
@@ -296,6 +299,30 @@ def outcome_of(message: dict | None) -> tuple[str, str]:
     return "refused", str((message.get("output") or {}).get("error"))[:300]
 
 
+@functools.lru_cache(maxsize=1)
+def large_photo(photo: bytes) -> bytes:
+    """The example photo at 4000×3000 (12 MP), as a phone writes it: the upload path of a real
+    photo, decoded reduced and aligned."""
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(photo)).convert("RGB")
+    canvas = Image.new("RGB", (4000, 3000), (200, 200, 200))
+    canvas.paste(image.resize((2200, 2200 * image.height // image.width)), (900, 300))
+    buffer = io.BytesIO()
+    canvas.save(buffer, format="JPEG", quality=90)
+    return buffer.getvalue()
+
+
+@functools.lru_cache(maxsize=1)
+def bomb() -> bytes:
+    """A PNG of 9000×9000 grey pixels in a few kilobytes: refused from its header."""
+    from PIL import Image
+
+    buffer = io.BytesIO()
+    Image.new("L", (9000, 9000)).save(buffer, format="PNG", optimize=True)
+    return buffer.getvalue()
+
+
 class Stranger:
     """One client thread's round of requests (``ROUND``), varied by a counter."""
 
@@ -322,6 +349,13 @@ class Stranger:
             outcome, detail = outcome_of(self.api.call("find_failures", ["gallery faces", "", None, "test", 2, None,
                                                                          variant, attribute, *CHEAP]))
             return outcome, "ok", detail
+        if kind in ("large_photo", "bomb"):  # a 12 MP phone photo, aligned; a small file of too many pixels
+            data, expected = (large_photo(self.photo), "ok") if kind == "large_photo" else (bomb(), "refused")
+            image = self.api.upload(data, f"{kind}-{self.number}-{self.turn}.{'jpg' if kind == 'large_photo' else 'png'}")
+            if image is None or isinstance(image, str):
+                return ("stopped", expected, "") if image is None else ("refused", expected, image)
+            outcome, detail = outcome_of(self.audit(image, variant, attribute))
+            return outcome, expected, detail
         if kind == "garbage_upload":
             image = self.api.upload(os.urandom(4096), f"garbage-{self.number}.jpg")
             if isinstance(image, str):

@@ -69,4 +69,4 @@ def test_the_app_keeps_uploads_and_exports_in_its_own_folder():
     import app
 
     assert Path(os.environ["GRADIO_TEMP_DIR"]) == app.INSTANCE.path / "gradio"
-    assert app.EXPORTS.parent == app.INSTANCE.path and app.INSTANCE.path.parent == app.TEMP_BASE
+    assert app.EXPORTS.parent == app.INSTANCE.path / "gradio" and app.INSTANCE.path.parent == app.TEMP_BASE

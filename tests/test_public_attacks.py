@@ -233,6 +233,32 @@ def test_no_route_lets_one_caller_past_its_share(server):
 
 
 @pytest.mark.slow
+def test_a_jpeg_of_thousands_of_scans_is_refused_at_once_and_named_once_per_scan(server, tmp_path):
+    """Was: a progressive JPEG whose last scan was repeated 2,500 times held a worker for
+    129 s (one uninterruptible decode), and named 4 times in one scan 304 s."""
+    import httpx
+    from gradio_client import handle_file
+
+    from scripts.jpeg_scans import encode, photo_texture, with_scans
+
+    url, _, client = server
+    attack = tmp_path / "scans.jpg"
+    attack.write_bytes(with_scans(encode(photo_texture(1600, 1600), progressive=True), 2500))
+    started = time.perf_counter()
+    message = _refusal(lambda: _audit(client, handle_file(str(attack))))
+    audit_seconds = time.perf_counter() - started
+    assert "2,500 scans" in message and audit_seconds < 5, (message, audit_seconds)
+    with open(attack, "rb") as photo:
+        uploaded = httpx.post(f"{url}gradio_api/upload", files={"files": ("scans.jpg", photo.read(), "image/jpeg")},
+                              timeout=60).json()[0]
+    named = {"path": uploaded, "meta": {"_type": "gradio.FileData"}, "orig_name": "scans.jpg"}
+    started = time.perf_counter()
+    message = _raw_call(url, "find_failures", ["uploaded photos", "", None, "test", 4, [named] * 4, "ptq-int8",
+                                               "Smiling", *OK_SETTINGS])
+    assert message["success"] is False and time.perf_counter() - started < 5, str(message)[:300]
+
+
+@pytest.mark.slow
 def test_monitoring_and_other_closed_routes_answer_404(server):
     """Was: GET /monitoring/summary showed every caller's request counts."""
     import httpx
