@@ -40,6 +40,7 @@ from recourse.checkpoints import CheckpointError
 from recourse.data import ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import CounterfactualConfig, FaceGenerator
 from recourse.instruments.identity import DLIB_THRESHOLD, Descriptors, IdentityModelError, descriptor_distances
+from recourse.instruments.readings import JudgeReading, judge_readings
 from recourse.metrics import ImageRecourse
 from recourse.paired import Student, paired_recourse
 from recourse.progress import StageCheck, no_check
@@ -198,6 +199,8 @@ class AuditResult:
     identity: IdentityView | None = None
     # instrument -> why it is not in this audit ("not trained", ...), so that a card says so
     missing: dict[str, str] = field(default_factory=dict)
+    # the calibrated judges' readings of x, x'_f and x'_g, independent ones first
+    judge_readings: tuple[JudgeReading, ...] = ()
 
     @property
     def face_logit(self) -> float:
@@ -236,6 +239,7 @@ class AuditResult:
             "judge": None if self.judge is None else self.judge.to_dict(),
             "strong_judge": None if self.strong_judge is None else self.strong_judge.to_dict(),
             "identity": None if self.identity is None else self.identity.to_dict(),
+            "judge_readings": [reading.to_dict() for reading in self.judge_readings],
             "missing": dict(self.missing),
             "student_model": self.student_model,
             "settings": self.settings.to_dict(), "seed": self.seed, "versions": self.versions,
@@ -423,6 +427,21 @@ def resolve_judge(judge: nn.Module | None | str, resolution: int) -> nn.Module |
     return judge if model_resolution(judge) == resolution else None
 
 
+JUDGED_RESOLUTION = 64  # the faces the judges were calibrated on
+
+
+def independent_readings(x: torch.Tensor, teacher_counterfactual: torch.Tensor, student_counterfactual: torch.Tensor,
+                         attribute: str, target: int, resolution: int) -> tuple[tuple[JudgeReading, ...], str | None]:
+    """The calibrated judges' readings of an audit's three faces and, where there are none, why."""
+    if resolution != JUDGED_RESOLUTION:
+        return (), f"the judges are calibrated on {JUDGED_RESOLUTION}-px faces, this model sees {resolution} px"
+    try:
+        readings = judge_readings(x, teacher_counterfactual, student_counterfactual, attribute, target)
+    except (CheckpointError, OSError, RuntimeError, ImportError) as error:
+        return (), f"not loaded ({str(error).splitlines()[0][:200] if str(error) else type(error).__name__})"
+    return readings, None if readings else f"no calibrated judge covers {attribute}"
+
+
 def resolve_strong_judge(judge: nn.Module | None | str, resolution: int) -> tuple[nn.Module | None, str | None]:
     """The stronger judge to use and, where there is none, why: the committed one for
     ``COMMITTED`` ("not trained" while ``checkpoints/strong-judge`` does not exist, "in training
@@ -584,6 +603,11 @@ def audit_steps(
     mark = time.perf_counter()
     kept = identity_view(describe, x, x_f, x_g)
     seconds["identity"] = time.perf_counter() - mark
+    mark = time.perf_counter()
+    readings, missing_readings = independent_readings(x, x_f, x_g, attribute, target, resolution)
+    if missing_readings:
+        missing["judge_readings"] = missing_readings
+    seconds["judge readings"] = time.perf_counter() - mark
     seconds["total"] = time.perf_counter() - started
 
     result = AuditResult(
@@ -592,7 +616,7 @@ def audit_steps(
         student_logits=student_logits,
         recourse=paired.columns.image(0), attributions=(gradient, occluded), judge=judged, settings=settings,
         seed=seed, student_model=student.kind, versions=_versions(), seconds=seconds,
-        strong_judge=strongly_judged, identity=kept, missing=missing,
+        strong_judge=strongly_judged, identity=kept, missing=missing, judge_readings=readings,
     )
     yield AuditStep("done", 1.0, predictions=predictions, result=result)
 

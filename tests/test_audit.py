@@ -211,7 +211,7 @@ def test_a_judge_that_reads_the_edit_sees_it_and_a_blind_one_does_not(teacher, i
     record = json.loads(json.dumps(audit_record(blind), allow_nan=False))
     assert record["judge"]["sees_teacher_change"] is False and record["judge"]["on_face"] == pytest.approx(0.047426)
     assert value_cards(blind).count("sees no change ✗") == 2 and value_cards(seeing).count("sees it ✓") == 2
-    assert "robust judge (never guides)" in evidence_table(blind) and "robust judge" in report_html(blind)
+    assert "robust judge (never guides; trained on CelebA-HQ" in evidence_table(blind) and "robust judge" in report_html(blind)
 
 
 def view(on_face: float, on_teacher: float, on_student: float, target: int = 1) -> JudgeView:

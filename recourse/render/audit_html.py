@@ -178,6 +178,29 @@ def attribution_table(result: AuditResult) -> str:
             "ρ = 1 and IoU = 1 mean the two models look at the same pixels.</p>")
 
 
+def judge_reading_rows(result: AuditResult) -> str:
+    """One row per calibrated judge: its score on x, x'_f and x'_g, ✓ where it puts the face in
+    the target class at its threshold, and what it was trained on."""
+    if not result.judge_readings:
+        why = result.missing.get("judge_readings")
+        return "" if why is None else f"<tr><td>judges trained elsewhere</td><td colspan='3'>{html.escape(why)}</td></tr>"
+
+    def cell(reading, score: float) -> str:
+        seen = reading.sees(score)
+        shown = "no face found" if seen is None else f"{score:.3g} {'✓' if seen else '✗'}"
+        return f"<td style='padding:2px 8px'>{shown}</td>"
+
+    rows = []
+    for reading in result.judge_readings:
+        kind = "" if reading.independent else " — trained on the classifier's faces"
+        label = (f"{html.escape(reading.judge)}<br><span style='color:#6b7280;font-size:11px'>trained on "
+                 f"{html.escape(reading.trained_on)}{kind}; threshold {reading.threshold:.3g}</span>")
+        rows.append(f"<tr><td>{label}</td>{cell(reading, reading.on_face)}"
+                    f"{cell(reading, reading.on_teacher_counterfactual)}{cell(reading, reading.on_student_counterfactual)}"
+                    "</tr>")
+    return "".join(rows)
+
+
 def evidence_table(result: AuditResult, student_name: str = "compressed") -> str:
     """Each model's probability of the attribute on the face and on both recourses, and the
     student's logit: how far each decision is from the boundary (0)."""
@@ -210,8 +233,8 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
         return (f"<tr><td>{name}</td>{cell(judge.on_face)}"
                 f"{cell(judge.on_teacher_counterfactual)}{cell(judge.on_student_counterfactual)}</tr>")
 
-    judge_rows = (judge_row(result.judge, "robust judge (never guides)", None)
-                  + judge_row(result.strong_judge, "stronger judge, radius 3 (never guides)",
+    judge_rows = (judge_row(result.judge, "robust judge (never guides; trained on CelebA-HQ, like the classifier)", None)
+                  + judge_row(result.strong_judge, "stronger judge, radius 3 (never guides; CelebA-HQ)",
                               result.missing.get("strong_judge")))
     identity = result.identity
     if identity is None:
@@ -223,12 +246,14 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
             return f"<td style='padding:2px 8px'>{value:.3f} {'✓' if identity.kept(model) else '✗'}</td>"
         identity_row = (f"<tr><td>dlib distance to x (same person ≤ {identity.threshold:g})</td>"
                         f"<td style='padding:2px 8px'>0</td>{distance('teacher')}{distance('student')}</tr>")
+    readings_rows = judge_reading_rows(result)
     margin = result.settings.counterfactual.margin
     return (f'<div style="overflow-x:auto"><table class="evidence-table" style="font-size:13px;border-collapse:collapse">'
             f'<tr><th align="left">p({html.escape(p.attribute)}) on</th><th align="left">face x</th>'
             f'<th align="left">x\'_f (full precision)</th><th align="left">x\'_g (compressed)</th></tr>'
             f'<tr><td>full precision</td>{teacher_row}</tr>'
-            f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr>{judge_rows}{identity_row}</table></div>'
+            f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr>{judge_rows}{readings_rows}{identity_row}'
+            '</table></div>'
             f'<p style="font-size:12px">Target: attribute {wanted} (✓ = the model decides the target; on the dlib '
             f'row, ✓ = still the same person). Each recourse '
             f'was guided until its own model\'s logit was {margin:g} past the boundary (margin {margin:g}; '
