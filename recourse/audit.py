@@ -433,8 +433,8 @@ JUDGED_RESOLUTION = 64  # the faces the judges were calibrated on
 def independent_readings(x: torch.Tensor, teacher_counterfactual: torch.Tensor, student_counterfactual: torch.Tensor,
                          attribute: str, target: int, resolution: int) -> tuple[tuple[JudgeReading, ...], str | None]:
     """The calibrated judges' readings of an audit's three faces and, where there are none, why."""
-    if resolution != JUDGED_RESOLUTION:
-        return (), f"the judges are calibrated on {JUDGED_RESOLUTION}-px faces, this model sees {resolution} px"
+    if resolution != JUDGED_RESOLUTION:  # as for the robust judge: another framing, no reading
+        return (), None
     try:
         readings = judge_readings(x, teacher_counterfactual, student_counterfactual, attribute, target)
     except (CheckpointError, OSError, RuntimeError, ImportError) as error:

@@ -14,7 +14,7 @@ from recourse.instruments.age_gender import (
     AGE_FILE, CHANNEL_MEANS, GENDER_FILE, estimate, expected_age, load_models, model_folder, network_input,
 )
 from recourse.instruments.independent import judge
-from recourse.instruments.realism import roc_auc
+from recourse.instruments.calibration import auc  # over the faces found
 from tests.conftest import HQ_DATA
 
 FACES = 40
@@ -93,12 +93,6 @@ def test_real_faces_are_found_and_scored_deterministically_whatever_the_batch(va
     assert alone.age[0] == pytest.approx(first.age[3], abs=1e-4)
     assert alone.male[0] == pytest.approx(first.male[3], abs=1e-6)
     assert ((first.age > 0) & (first.age < 81)).all() and ((first.male >= 0) & (first.male <= 1)).all()
-
-
-def auc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """ROC AUC over the faces found (finite scores)."""
-    found = np.isfinite(scores)
-    return roc_auc(scores[found & labels], scores[found & ~labels])
 
 
 @pytest.mark.requires("hq_data")

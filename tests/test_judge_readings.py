@@ -2,6 +2,8 @@
 the target class, named by what the judge was trained on; shown in the evidence table."""
 
 import math
+
+import pytest
 from dataclasses import dataclass
 
 import torch
@@ -45,3 +47,22 @@ def test_readings_say_what_each_judge_sees_on_each_face(monkeypatch):
 
 def test_without_a_calibration_file_there_are_no_readings(tmp_path):
     assert readings.calibrations(tmp_path / "absent.json") == ()
+
+
+@pytest.mark.requires("committed_variants")
+def test_an_audit_shows_the_judges_trained_elsewhere_in_its_evidence():
+    import numpy as np
+    from PIL import Image
+
+    import app
+    from recourse.audit import audit_image
+    from recourse.render.audit_html import evidence_table
+
+    face = app.framed_tensor(np.asarray(Image.open(app.gallery_faces()[0][0]).convert("RGB")))
+    result = audit_image(face, "ptq-int8", "Smiling", settings=app.settings_from(20, 40, 0, 0.0, "denoised", 2, 1.0))
+    names = {reading.judge for reading in result.judge_readings}
+    assert {"fer-happy (FER-2013)", "mouth-geometry (dlib 68 landmarks)"} <= names
+    assert all(reading.independent for reading in result.judge_readings)
+    shown = evidence_table(result)
+    assert "judges trained on other faces" in shown and "FER-2013 (35,887 grey faces" in shown
+    assert result.to_dict()["judge_readings"][0]["trained_on"]

@@ -8,7 +8,7 @@ import torch
 from recourse.instruments import mouth_geometry
 from recourse.instruments.independent import judge
 from recourse.instruments.mouth_geometry import landmarks, landmarks_file, mouth_opening, mouth_width
-from recourse.instruments.realism import roc_auc
+from recourse.instruments.calibration import auc  # over the faces found
 from tests.conftest import HQ_DATA
 
 FACES = 40
@@ -65,12 +65,6 @@ def test_real_faces_get_the_same_landmarks_twice(val_faces):
     first = landmarks(val_faces[0][:4])
     assert first.shape == (4, 68, 2) and np.isfinite(first).all()
     np.testing.assert_array_equal(first, landmarks(val_faces[0][:4]))
-
-
-def auc(scores: np.ndarray, labels: np.ndarray) -> float:
-    """ROC AUC over the faces found (finite scores)."""
-    found = np.isfinite(scores)
-    return roc_auc(scores[found & labels], scores[found & ~labels])
 
 
 @pytest.mark.requires("hq_data")

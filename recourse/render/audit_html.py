@@ -201,6 +201,16 @@ def judge_reading_rows(result: AuditResult) -> str:
     return "".join(rows)
 
 
+def readings_table(result: AuditResult) -> str:
+    """The calibrated judges' rows as a table of their own, under the models' evidence."""
+    rows = judge_reading_rows(result)
+    if not rows:
+        return ""
+    return ('<table class="judge-readings" style="font-size:13px;border-collapse:collapse;margin-top:6px">'
+            '<tr><th align="left">judges trained on other faces (never guide)</th><th align="left">face x</th>'
+            '<th align="left">x\'_f</th><th align="left">x\'_g</th></tr>' + rows + "</table>")
+
+
 def evidence_table(result: AuditResult, student_name: str = "compressed") -> str:
     """Each model's probability of the attribute on the face and on both recourses, and the
     student's logit: how far each decision is from the boundary (0)."""
@@ -246,14 +256,13 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
             return f"<td style='padding:2px 8px'>{value:.3f} {'✓' if identity.kept(model) else '✗'}</td>"
         identity_row = (f"<tr><td>dlib distance to x (same person ≤ {identity.threshold:g})</td>"
                         f"<td style='padding:2px 8px'>0</td>{distance('teacher')}{distance('student')}</tr>")
-    readings_rows = judge_reading_rows(result)
     margin = result.settings.counterfactual.margin
     return (f'<div style="overflow-x:auto"><table class="evidence-table" style="font-size:13px;border-collapse:collapse">'
             f'<tr><th align="left">p({html.escape(p.attribute)}) on</th><th align="left">face x</th>'
             f'<th align="left">x\'_f (full precision)</th><th align="left">x\'_g (compressed)</th></tr>'
             f'<tr><td>full precision</td>{teacher_row}</tr>'
-            f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr>{judge_rows}{readings_rows}{identity_row}'
-            '</table></div>'
+            f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr>{judge_rows}{identity_row}</table>'
+            f'{readings_table(result)}</div>'
             f'<p style="font-size:12px">Target: attribute {wanted} (✓ = the model decides the target; on the dlib '
             f'row, ✓ = still the same person). Each recourse '
             f'was guided until its own model\'s logit was {margin:g} past the boundary (margin {margin:g}; '
