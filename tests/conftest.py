@@ -65,6 +65,17 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 # --- tiny CelebA folders ---------------------------------------------------------------
 
 
+def hq_val_faces(count: int, *attributes: str) -> tuple[torch.Tensor, ...]:
+    """The first ``count`` real validation faces in [0, 1] and one boolean label array per
+    attribute (for tests marked ``requires("hq_data")``)."""
+    from recourse.data import attribute_index, load_split, to_float_images
+
+    split = load_split(HQ_DATA, "val", 64)
+    labels = split.labels[:count]
+    return (to_float_images(split.images[:count]),
+            *(labels[:, attribute_index(attribute)].astype(bool) for attribute in attributes))
+
+
 def attribute_rows(names: list[str], seed: int = 0) -> tuple[list[str], np.ndarray]:
     labels = np.random.default_rng(seed).integers(0, 2, (len(names), 40)).astype(np.uint8)
     rows = [name + " " + " ".join("1" if v else "-1" for v in row) for name, row in zip(names, labels)]

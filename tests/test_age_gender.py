@@ -15,20 +15,15 @@ from recourse.instruments.age_gender import (
 )
 from recourse.instruments.independent import judge
 from recourse.instruments.calibration import auc  # over the faces found
-from tests.conftest import HQ_DATA
+from tests.conftest import hq_val_faces
 
 FACES = 40
 
 
 @pytest.fixture(scope="module")
 def val_faces() -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
-    """The first validation faces and their Young and Male labels (tests marked ``requires("hq_data")``)."""
-    from recourse.data import attribute_index, load_split, to_float_images
-
-    split = load_split(HQ_DATA, "val", 64)
-    labels = split.labels[:FACES]
-    return (to_float_images(split.images[:FACES]), labels[:, attribute_index("Young")].astype(bool),
-            labels[:, attribute_index("Male")].astype(bool))
+    """The first validation faces and their Young and Male labels."""
+    return hq_val_faces(FACES, 'Young', 'Male')
 
 
 def test_network_input_repeats_the_packages_arithmetic():

@@ -16,7 +16,7 @@ from recourse.instruments.fer_smile import (
 )
 from recourse.instruments.independent import judge
 from recourse.instruments.realism import roc_auc
-from tests.conftest import HQ_DATA
+from tests.conftest import hq_val_faces
 
 FACES = 40
 
@@ -32,11 +32,8 @@ KERAS_PROBABILITIES = np.array([
 
 @pytest.fixture(scope="module")
 def val_faces() -> tuple[torch.Tensor, np.ndarray]:
-    """The first validation faces and their Smiling labels (tests marked ``requires("hq_data")``)."""
-    from recourse.data import attribute_index, load_split, to_float_images
-
-    split = load_split(HQ_DATA, "val", 64)
-    return to_float_images(split.images[:FACES]), split.labels[:FACES, attribute_index("Smiling")].astype(bool)
+    """The first validation faces and their Smiling labels."""
+    return hq_val_faces(FACES, 'Smiling')
 
 
 def test_the_committed_network_gives_keras_numbers():

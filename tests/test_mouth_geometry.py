@@ -9,7 +9,7 @@ from recourse.instruments import mouth_geometry
 from recourse.instruments.independent import judge
 from recourse.instruments.mouth_geometry import landmarks, landmarks_file, mouth_opening, mouth_width
 from recourse.instruments.calibration import auc  # over the faces found
-from tests.conftest import HQ_DATA
+from tests.conftest import hq_val_faces
 
 FACES = 40
 
@@ -52,12 +52,7 @@ def test_the_judge_is_registered():
 @pytest.fixture(scope="module")
 def val_faces() -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
     """The first validation faces and their Mouth_Slightly_Open and Smiling labels."""
-    from recourse.data import attribute_index, load_split, to_float_images
-
-    split = load_split(HQ_DATA, "val", 64)
-    labels = split.labels[:FACES]
-    return (to_float_images(split.images[:FACES]), labels[:, attribute_index("Mouth_Slightly_Open")].astype(bool),
-            labels[:, attribute_index("Smiling")].astype(bool))
+    return hq_val_faces(FACES, 'Mouth_Slightly_Open', 'Smiling')
 
 
 @pytest.mark.requires("hq_data")
