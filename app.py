@@ -53,6 +53,7 @@ from recourse.instance_folder import claim, prune_abandoned
 from recourse.memory import give_back, limit_arenas
 from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_status
 from recourse.paths import assets_dir
+from recourse.progress import StageCheck, no_check
 from recourse.render.audit_html import (
     attribution_table, audit_record, evidence_table, predictions_chart, report_html, value_cards,
 )
@@ -376,11 +377,9 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
             raise gr.Error(str(error)) from None
         variant, models = pair.name, {"teacher": pair.teacher, "student": pair.student}
     passes = pair.black_box.forward_passes if pair is not None and pair.black_box is not None else 0
-    started = time.perf_counter()
-
-    def in_time(stage: str) -> None:  # after decoding, aligning, each counterfactual, each attribution
-        _within(started, AUDIT_SECONDS, "audit", "lower the steps (Generator settings) or the margin")
-
+    # checked after decoding, aligning, each counterfactual and each attribution
+    in_time = _deadline(time.perf_counter(), AUDIT_SECONDS, "audit",
+                        "lower the steps (Generator settings) or the margin")
     try:
         for step in audit_steps(image, variant, attribute, wanted, settings, **models, check=in_time):
             progress(step.fraction, desc=step.stage)
@@ -420,6 +419,11 @@ def run_audit(upload, selected, variant, attribute, target, steps, guidance, see
         raise _unexpected(error) from None
     finally:
         give_back()  # what the audit freed goes back to the system (recourse.memory)
+
+
+def _deadline(started: float, limit: float, what: str, advice: str) -> StageCheck:
+    """A stage check that stops the work once it has run past ``limit`` seconds."""
+    return lambda stage: _within(started, limit, what, advice)
 
 
 def _within(started: float, limit: float, what: str, advice: str) -> None:
@@ -464,7 +468,7 @@ def benchmark_view(run: str | None = None):
 
 
 def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, photos: list | None, resolution: int,
-                 check=lambda stage: None):
+                 check: StageCheck = no_check):
     """Names and framed images to rank, from the chosen source; ``check`` after each photo is
     decoded and aligned. A photo named twice is ranked once."""
     if source == "gallery faces":
@@ -517,11 +521,9 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
             raise gr.Error(str(error)) from None
         models, name = {"teacher": pair.teacher, "student": pair.student}, pair.name
     passes = pair.black_box.forward_passes if pair is not None and pair.black_box is not None else 0
-    started = time.perf_counter()
-
-    def in_time(stage: str) -> None:  # after each photo's alignment and each counterfactual
-        _within(started, SCAN_SECONDS, "scan", "rank fewer faces or lower the steps (Generator settings)")
-
+    # checked after each photo's alignment and each counterfactual
+    in_time = _deadline(time.perf_counter(), SCAN_SECONDS, "scan",
+                        "rank fewer faces or lower the steps (Generator settings)")
     try:
         names, images = _scan_inputs(source, folder, root, split, count, photos,
                                      model_resolution(pair.teacher if pair is not None else load_teacher()), in_time)

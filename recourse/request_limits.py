@@ -138,7 +138,7 @@ class RequestLimits:
 def _route_path(scope: Scope) -> str:
     """The path as the app's routes see it (without a proxy's root path)."""
     path, root = scope.get("path", ""), scope.get("root_path", "")
-    return path[len(root):] or "/" if root and path.startswith(root) else path
+    return (path[len(root):] or "/") if root and path.startswith(root) else path
 
 
 # A request that makes Gradio raise before it answers is malformed (an event that does not
