@@ -19,7 +19,7 @@ from recourse.names import (
     COUNTERFACTUAL_METHODS, DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, METHODS, QUALITY_ATTRIBUTES, SPLITS, STOP_SEARCHES,
 )
 from recourse.paths import (
-    DEFAULT_CACHE, checkpoints_dir, generator_dir, guide_dir, home_message, judge_dir, oracle_dir, require_checkpoints,
+    DEFAULT_CACHE, assets_dir, checkpoints_dir, generator_dir, guide_dir, home_message, judge_dir, oracle_dir, require_checkpoints,
     shown, strong_judge_dir, teacher_dir, variants_dir,
 )
 from recourse.validation import check_outputs, finite_float
@@ -322,6 +322,7 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     import numpy as np
 
     config = _counterfactual_config(args)
+    calibrated = _calibrated_judges(args)  # a missing judges file is said before any work
     if args.threads:
         torch.set_num_threads(args.threads)
     classifier = load_classifier(_model_dir(args, args.classifier))
@@ -350,7 +351,7 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
         subset, images.images, classifier, oracle, generator, tuple(args.attributes), config,
         progress=lambda attribute, done, total: bars(f"counterfactuals {attribute}", done, total), judge=judge,
         identity=None if args.no_identity else face_descriptor(), reference_labels=images.labels,
-        strong_judge=strong_judge, store=store,
+        strong_judge=strong_judge, store=store, calibrated=calibrated,
         keep=(lambda attribute, counterfactuals: kept.__setitem__(attribute, counterfactuals.numpy().astype(np.float16)))
         if args.save_counterfactuals else None)
     if args.save_counterfactuals:
@@ -364,6 +365,19 @@ def command_evaluate_counterfactuals(args: argparse.Namespace) -> int:
     print("\n".join(quality_lines(report)))
     print(f"({len(subset)} images of split {args.split}; {time.time() - started:.0f} s)")
     return 0
+
+
+def _calibrated_judges(args: argparse.Namespace):
+    """The calibrated judges an evaluation reports (none with --no-independent-judges)."""
+    from recourse.instruments.readings import CALIBRATIONS, calibrations
+
+    if args.no_independent_judges:
+        return ()
+    path = Path(args.judges_file) if args.judges_file else assets_dir() / CALIBRATIONS
+    if not path.is_file():
+        raise ValueError(f"no calibrated judges at {shown(path)}: run scripts.calibrate_judges, or pass "
+                         "--no-independent-judges")
+    return calibrations(path)
 
 
 def _batch_store(args: argparse.Namespace, config):
@@ -762,6 +776,10 @@ def build_parser() -> argparse.ArgumentParser:
     quality.add_argument("--judge", help="adversarially robust judge (default checkpoints/judge)")
     quality.add_argument("--strong-judge", help="the stronger robust judge (default checkpoints/strong-judge, if trained)")
     quality.add_argument("--no-identity", action="store_true", help="leave out FVA and FS (dlib's face descriptor)")
+    quality.add_argument("--judges-file", help="the calibrated judges whose seen rates and shifts are reported "
+                         "(default assets/results/independent-judges-test.json)")
+    quality.add_argument("--no-independent-judges", action="store_true",
+                         help="leave out the calibrated judges' verdicts")
     quality.add_argument("--save-counterfactuals", help="also write the counterfactuals here (.npz, float16), for "
                          "instruments trained later: scripts.rescore_judge")
     quality.add_argument("--threads", type=int, help="torch threads (default: all cores)")

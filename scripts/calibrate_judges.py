@@ -26,19 +26,8 @@ import torch
 
 from recourse.data import attribute_index, load_split, to_float_images
 from recourse.instruments.calibration import MIN_AUC, calibrate
-from recourse.instruments.independent import CELEBA_JUDGES, JUDGES, IndependentJudge
-
-
-def judge_scores(judge: IndependentJudge, images: np.ndarray, batch_size: int = 64) -> dict[str, np.ndarray]:
-    """The judge's scores for ``uint8 (N, 3, R, R)`` faces, batch by batch."""
-    parts: dict[str, list[np.ndarray]] = {attribute: [] for attribute in judge.attributes}
-    for start in range(0, len(images), batch_size):
-        batch = to_float_images(images[start:start + batch_size])
-        with torch.no_grad():
-            scores = judge.scores(batch)
-        for attribute in judge.attributes:
-            parts[attribute].append(np.asarray(scores[attribute], np.float64))
-    return {attribute: np.concatenate(chunks) for attribute, chunks in parts.items()}
+from recourse.instruments.independent import CELEBA_JUDGES, JUDGES
+from recourse.instruments.set_verdicts import batched_scores
 
 
 def main() -> None:
@@ -57,7 +46,7 @@ def main() -> None:
     records, timings = [], {}
     for judge in judges:
         started = time.perf_counter()
-        scores = {name: judge_scores(judge, split.images[:args.n]) for name, split in splits.items()}
+        scores = {name: batched_scores(judge, split.images[:args.n]) for name, split in splits.items()}
         timings[judge.name] = round((time.perf_counter() - started) / sum(min(len(s), args.n or len(s))
                                                                           for s in splits.values()) * 100, 2)
         for attribute in judge.attributes:

@@ -11,8 +11,10 @@ import torch
 from recourse.checkpoints import CheckpointError
 from recourse.instruments import age_gender
 from recourse.instruments.age_gender import (
-    AGE_FILE, CHANNEL_MEANS, GENDER_FILE, estimate, expected_age, load_models, model_folder, network_input,
+    AGE_CHIP, AGE_FILE, AGE_VIEWS, CHANNEL_MEANS, CHIP_PADDING, GENDER_FILE, _chips, _run, estimate, expected_age,
+    face_shapes, load_models, model_folder, network_input,
 )
+from recourse.instruments.identity import model_files
 from recourse.instruments.independent import judge
 from recourse.instruments.calibration import auc  # over the faces found
 from tests.conftest import hq_val_faces
@@ -88,6 +90,20 @@ def test_real_faces_are_found_and_scored_deterministically_whatever_the_batch(va
     assert alone.age[0] == pytest.approx(first.age[3], abs=1e-4)
     assert alone.male[0] == pytest.approx(first.male[3], abs=1e-6)
     assert ((first.age > 0) & (first.age < 81)).all() and ((first.male >= 0) & (first.male <= 1)).all()
+
+
+@pytest.mark.requires("hq_data")
+def test_the_age_is_the_mean_over_its_views_and_a_mirrored_face_reads_alike(val_faces):
+    images = val_faces[0][:4]
+    faces = face_shapes(images, model_files()[1])
+    models = load_models()
+    views = [expected_age(_run(models.age, _chips(faces, AGE_CHIP, padding, mirrored)))
+             for padding, mirrored in AGE_VIEWS]
+    assert len(AGE_VIEWS) == 6 and (CHIP_PADDING, False) in AGE_VIEWS
+    np.testing.assert_allclose(estimate(images).age, np.mean(views, axis=0), atol=1e-4)
+    # Each view sees the mirrored chip of the other: a mirrored frame differs only by where
+    # the landmarks land, so its averaged age stays within a year or two.
+    assert np.abs(estimate(images.flip(-1)).age - estimate(images).age).max() < 2.5
 
 
 @pytest.mark.requires("hq_data")

@@ -49,6 +49,7 @@ def test_a_verdict_on_nothing_found_is_undefined_not_zero():
     calibration = Calibration("j", "x", "Male", 0.5, 0.9, 0.8, 0.8, 0.9, 10, 1.0, 0.8, 0.2, 0.9, 10)
     empty = verdict(calibration, np.array([np.nan]), np.array([0.9]), target=1)
     assert empty.n == 0 and math.isnan(empty.seen_rate) and math.isnan(empty.shift)
+    assert empty.to_dict()["seen_rate"] is None and empty.to_dict()["missing"] == 1
 
 
 def test_a_calibration_round_trips_and_says_whether_it_is_usable():

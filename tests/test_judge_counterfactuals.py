@@ -7,6 +7,7 @@ import torch
 
 from recourse.data import attribute_index
 from recourse.instruments.calibration import Calibration
+from recourse.instruments import set_verdicts
 from scripts import judge_counterfactuals
 
 
@@ -22,7 +23,7 @@ class Brightness:
 
 
 def test_verdicts_per_target_class_from_saved_counterfactuals(monkeypatch):
-    monkeypatch.setattr(judge_counterfactuals, "judge", lambda name: Brightness())
+    monkeypatch.setattr(set_verdicts, "judge", lambda name: Brightness())
     images = np.full((4, 3, 8, 8), 64, np.uint8)
     brighter = np.full((4, 3, 8, 8), 0.75, np.float16)
     brighter[2:] = 0.1  # the last two go darker: toward "not smiling"

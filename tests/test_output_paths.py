@@ -75,3 +75,12 @@ def test_an_unwritable_folder_is_refused(tmp_path, monkeypatch):
     monkeypatch.setattr(recourse.paths.os, "access", lambda path, mode: path != tmp_path)
     with pytest.raises(ValueError, match=f"cannot write {tmp_path / 'new' / 'report.json'}: {tmp_path} is not writable"):
         writable_file(tmp_path / "new" / "report.json")
+
+
+def test_a_missing_judges_file_is_said_before_the_work(tmp_path, nothing_loads, capsys):
+    from recourse.cli import main
+
+    missing = tmp_path / "judges.json"
+    assert main(["evaluate-counterfactuals", "--data", str(tmp_path), "--judges-file", str(missing)]) == 2
+    error = capsys.readouterr().err
+    assert "no calibrated judges at" in error and "--no-independent-judges" in error

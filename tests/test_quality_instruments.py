@@ -79,3 +79,20 @@ def test_with_labelled_reals_each_judge_gets_its_ceiling():
                                                  still_generator(16), ("Smiling",), FAST, timing_samples=1,
                                                  judge=BrightnessModel()).results[0]
     assert unlabelled.judge_ceiling is None
+
+
+def test_calibrated_judges_give_their_verdicts_per_attribute(monkeypatch):
+    from recourse.instruments import set_verdicts
+    from tests.test_set_verdicts import Brightness, calibration
+
+    monkeypatch.setattr(set_verdicts, "judge", lambda name: Brightness())
+    faces = random_faces(6)
+    result = evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(), still_generator(16),
+                                             ("Smiling",), FAST, timing_samples=1,
+                                             calibrated=[(calibration(), True)]).results[0]
+    targets = {row["target"] for row in result.judge_verdicts}
+    assert sum(row["n"] for row in result.judge_verdicts) == 6 and targets <= {0, 1}
+    # the still generator changes nothing: no shift
+    assert all(row["shift"] == 0 for row in result.judge_verdicts)
+    assert evaluate_counterfactual_quality(faces, faces, BrightnessModel(), BrightnessModel(), still_generator(16),
+                                           ("Smiling",), FAST, timing_samples=1).results[0].judge_verdicts == ()

@@ -22,6 +22,7 @@ from recourse.data import DEFAULT_ATTRIBUTES, attribute_index, to_float_images
 from recourse.evaluation import predict_logits
 from recourse.instruments.identity import FaceDescriptor, identity_result
 from recourse.instruments.realism import realism_with_floor
+from recourse.instruments.set_verdicts import Calibrated, OriginalScores, set_verdicts
 from recourse.generation.batch_store import BatchStore
 from recourse.generation.generators import FaceGenerator
 from recourse.generation.guidance import CounterfactualConfig
@@ -62,6 +63,10 @@ class AttributeQuality:
     # beyond what the judge sees on real faces, e.g. a judge that misses most real glasses.
     judge_ceiling: float | None = None
     strong_judge_ceiling: float | None = None
+    # What the calibrated judges (recourse.instruments.set_verdicts) say: per judge of this
+    # attribute and target class, the seen rate, seen over ceiling and shift with their 95%
+    # intervals; judges trained on other faces first. Empty when no calibration was given.
+    judge_verdicts: tuple[dict, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -137,6 +142,7 @@ def evaluate_counterfactual_quality(
     strong_judge: nn.Module | None = None,
     keep: Callable[[str, torch.Tensor], None] | None = None,
     store: BatchStore | None = None,
+    calibrated: Calibrated = (),
 ) -> QualityReport:
     """Counterfactuals of ``uint8 (N, 3, H, W)`` images flipping each attribute's decision.
 
@@ -147,6 +153,8 @@ def evaluate_counterfactual_quality(
     counterfactuals)`` receives each attribute's counterfactuals, so that an instrument trained
     later can score the same pictures without making them again. ``store`` holds the batches
     already made (a resumed run makes only the missing ones; same seeds, same pictures).
+    ``calibrated`` (``recourse.instruments.readings.calibrations()``) adds each calibrated
+    judge's verdict on each attribute's counterfactuals.
     """
     classifier.eval()
     oracle.eval()
@@ -163,6 +171,7 @@ def evaluate_counterfactual_quality(
     real_decisions = ({name: decisions(predict_logits(model, reference_images)) for name, model in judges.items()
                        if model is not None} if reference_labels is not None else {})
     original_descriptors = identity(x) if identity is not None else None
+    judged_originals = OriginalScores(x)
     if reference_labels is not None:
         # An edit that changed little must not be compared with its own original.
         if np.shape(reference_labels) != (len(reference_images), 40):
@@ -206,6 +215,9 @@ def evaluate_counterfactual_quality(
             extras[f"{name}_ceiling"] = real_face_ceiling(
                 real[:, index], torch.as_tensor(np.asarray(reference_labels)[:, index]).long(),
                 targets[before[:, index] != targets])
+        if calibrated:
+            extras["judge_verdicts"] = tuple(set_verdicts(attribute, judged_originals, counterfactuals, targets,
+                                                          calibrated))
         if identity is not None:
             kept = identity_result(original_descriptors, identity(counterfactuals))
             extras.update(fva=kept.fva, fs=kept.fs)

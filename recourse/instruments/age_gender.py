@@ -19,6 +19,12 @@ Our faces are 64-px CelebA-HQ frames, much smaller than the photos the networks 
 upsampled (bicubic) to 256 px, as the identity instrument does, and found there by
 :func:`face_shapes`, which this module shares with ``mouth_geometry``.
 
+Age is averaged over six views of each face (:data:`AGE_VIEWS`): the chip at paddings 0.15,
+0.2 and 0.25, each as is and mirrored. The networks see our small upsampled faces as noisier
+than their training photos, and the average steadies the estimate: on the first 1,500
+validation faces the AUC of −age against CelebA's ``Young`` went from 0.878 (the package's one
+chip) to 0.895 (mirroring alone: 0.887). Test faces were not looked at to choose this.
+
 Scores: ``Young`` is the negative expected age (higher = younger), ``Male`` is P(male); NaN
 where no face is found. Thresholds are chosen on validation elsewhere
 (``scripts/calibrate_judges.py``).
@@ -48,6 +54,9 @@ CHIP_PADDING = 0.2
 CHANNEL_MEANS = np.array([122.781998, 117.000999, 104.297997], np.float32)
 INPUT_SCALE = np.float32(256.0)
 AGE_CLASS_YEARS = np.array([0.25, *range(1, 81)], np.float32)
+# The views of a face whose expected ages are averaged: (chip padding, mirrored). Chosen on
+# validation (module docstring); the package's own single view is (CHIP_PADDING, False).
+AGE_VIEWS = tuple((padding, mirrored) for padding in (0.15, CHIP_PADDING, 0.25) for mirrored in (False, True))
 GENDER_COLUMNS = ("female", "male")
 INPUT_NAME, OUTPUT_NAME = "images", "probabilities"
 # Chips per ONNX call: bounds the memory of one call; rows are independent, so results do not
@@ -240,12 +249,20 @@ def _run(session, chips: np.ndarray) -> np.ndarray:
                            for start in range(0, len(chips), BATCH)])
 
 
-def _chips(faces: FaceShapes, side: int) -> np.ndarray:
+def _chips(faces: FaceShapes, side: int, padding: float = CHIP_PADDING, mirrored: bool = False) -> np.ndarray:
     """The package's chips: each size extracted on its own from the frame (dlib's batched
-    ``get_face_chips`` is not pixel-equal, the package's parity tests found)."""
+    ``get_face_chips`` is not pixel-equal, the package's parity tests found); ``mirrored`` flips
+    each chip left to right."""
     dlib = _dlib()
-    return np.stack([dlib.extract_image_chip(frame, dlib.get_face_chip_details(shape, side, CHIP_PADDING))
-                         for frame, shape in zip(faces.pixels, faces.shapes) if shape is not None])
+    chips = np.stack([dlib.extract_image_chip(frame, dlib.get_face_chip_details(shape, side, padding))
+                      for frame, shape in zip(faces.pixels, faces.shapes) if shape is not None])
+    return np.ascontiguousarray(chips[:, :, ::-1]) if mirrored else chips
+
+
+def mean_expected_age(models: AgeGenderModels, faces: FaceShapes) -> np.ndarray:
+    """Expected age of each found face, averaged over :data:`AGE_VIEWS`."""
+    return np.mean([expected_age(_run(models.age, _chips(faces, AGE_CHIP, padding, mirrored)))
+                    for padding, mirrored in AGE_VIEWS], axis=0)
 
 
 @dataclass(frozen=True)
@@ -268,7 +285,7 @@ def estimate(images: torch.Tensor, models: AgeGenderModels | None = None) -> Age
     age, male = np.full(len(faces.shapes), np.nan), np.full(len(faces.shapes), np.nan)
     found = faces.found
     if found.any():
-        age[found] = expected_age(_run(models.age, _chips(faces, AGE_CHIP)))
+        age[found] = mean_expected_age(models, faces)
         male[found] = _run(models.gender, _chips(faces, GENDER_CHIP))[:, GENDER_COLUMNS.index("male")]
     return AgeGender(age, male, faces.detected)
 

@@ -139,7 +139,9 @@ class Verdict:
     shift_high: float
 
     def to_dict(self) -> dict:
-        return asdict(self)
+        """The fields, undefined ones (no face found in any task) as None: JSON has no NaN."""
+        return {name: None if isinstance(value, float) and math.isnan(value) else value
+                for name, value in asdict(self).items()}
 
 
 def seen(after: np.ndarray, threshold: float, target: int) -> np.ndarray:

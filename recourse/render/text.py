@@ -5,6 +5,7 @@ from __future__ import annotations
 from recourse.audit import AuditResult, judge_says
 from recourse.evaluation import AccuracyResult
 from recourse.generation.quality import QualityReport
+from recourse.instruments.set_verdicts import verdict_line
 
 
 def accuracy_lines(result: AccuracyResult, model: str, split: str) -> list[str]:
@@ -38,6 +39,11 @@ def quality_lines(report: QualityReport) -> list[str]:
         kid = "-" if r.realism_kid is None else f"{r.realism_kid:.4f} ({r.floor_kid:.4f})"
         lines.append(f"{r.attribute:19s} {_rate(r.strong_judge_flip_rate, 17)} {_rate(r.fva, 6)} "
                      f"{'-' if r.fs is None else f'{r.fs:.3f}':>6s} {fd:>17s} {kid:>19s}")
+    verdicts = [row for r in report.results for row in r.judge_verdicts]
+    if verdicts:
+        lines.append("what the calibrated judges see (seen rate [95%] of the judge's ceiling on real faces of the "
+                     "target class, and the shift of its score as a fraction of the real classes' gap):")
+        lines += [verdict_line(row) for row in verdicts]
     return lines
 
 
