@@ -24,7 +24,7 @@ from recourse.render.benchmark import latency_table
 from recourse.render.benchmark import (
     PAIRED_REFERENCES, families_table, family_paired_table, markdown_table, paired_table, sweep_table,
 )
-from scripts import results_benchmark
+from scripts import results_benchmark, results_judges
 
 DOC = project_root() / "docs" / "results.md"
 ACCURACY = ("eval-classifier-test.json", "eval-oracle-test.json", "eval-classifier-aligned.json")
@@ -370,7 +370,8 @@ def instruments_section() -> list[str]:
             "Each instrument below judges counterfactuals and never steers one (definitions in `docs/metrics.md`). "
             "None is read on its own: each beside its floor, what it gives where nothing was edited or where two "
             "good models are compared.", "",
-            *identity_paragraph(), *judges_paragraph(), *realism_paragraph(), *discriminator_paragraph(),
+            *identity_paragraph(), *judges_paragraph(), *results_judges.section(_load), *realism_paragraph(),
+            *discriminator_paragraph(),
             *divergence_paragraph()]
 
 
