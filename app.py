@@ -51,8 +51,8 @@ from recourse.generation import METHODS, CounterfactualConfig
 from recourse.inputs import Choice, OneOf, UploadedFiles, UploadedImage, WholeNumber
 from recourse.instance_folder import claim, prune_abandoned
 from recourse.memory import give_back, limit_arenas
-from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_status
-from recourse.paths import assets_dir
+from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_bits, variant_status
+from recourse.paths import assets_dir, variants_dir
 from recourse.progress import StageCheck, no_check
 from recourse.render.audit_html import (
     attribution_table, audit_record, evidence_table, predictions_chart, report_html, value_cards,
@@ -158,11 +158,14 @@ def gallery_faces() -> list[tuple[str, str]]:
 
 
 def variant_choices() -> list[tuple[str, str]]:
-    """Every variant, labelled with why it cannot be used where it cannot (loads each once)."""
+    """Every variant, grouped by its bits per weight and labelled with why it cannot be used
+    where it cannot (loads each once)."""
     choices = []
     for variant in VARIANTS:
         status = variant_status(variant)
-        choices.append((variant if status is None else f"{variant} ({status})", variant))
+        bits = variant_bits(variants_dir() / variant)
+        label = f"{bits}-bit · {variant}" if bits is not None else variant
+        choices.append((label if status is None else f"{label} ({status})", variant))
     return choices
 
 

@@ -793,9 +793,10 @@ def build_parser() -> argparse.ArgumentParser:
     single.add_argument("--attribute", required=True)
     single.add_argument("--target", type=int, choices=(0, 1), help="default: flip the classifier's decision")
     single.add_argument("--out", required=True, help="PNG to write")
-    single.add_argument("--variant", choices=METHODS,
-                        help="a committed compressed variant: its fake-quantized twin guides the edit and its "
-                             "integer model decides where it stops, as in audit")
+    single.add_argument("--variant",
+                        help="a committed compressed variant (any folder of checkpoints/variants, e.g. ptq-int8 or "
+                             "gptq-int2): its fake-quantized twin guides the edit and its integer model decides where "
+                             "it stops, as in audit")
     single.add_argument("--checkpoint", help="a classifier folder or a compressed variant's folder "
                                              "(default checkpoints/classifier, the full-precision model)")
     single.add_argument("--no-align", action="store_true", help="the photo is already a CelebA-HQ-framed face")

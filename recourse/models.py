@@ -7,7 +7,10 @@ process while it runs; a server loads every variant before it takes requests (``
 from __future__ import annotations
 
 import functools
+import json
 import logging
+import re
+from pathlib import Path
 
 from torch import nn
 
@@ -16,7 +19,36 @@ from recourse.compression import METHODS, QuantizedModel, load_variant
 from recourse.paired import Student
 from recourse.paths import generator_dir, judge_dir, shown, strong_judge_dir, teacher_dir, variants_dir
 
-VARIANTS: tuple[str, ...] = METHODS  # one committed variant per method, in the registry's order
+METHOD_VARIANTS: tuple[str, ...] = METHODS  # one variant per method, named after it, in the registry's order
+# A variant's name is also its folder's: only names of this shape are ever looked up.
+VARIANT_NAME = re.compile(r"[a-z0-9][a-z0-9-]{0,63}")
+
+
+def variant_bits(directory: Path) -> int | None:
+    """Whole bits per weight of a built variant (4 for a mixed 3.99-bit one), None where its
+    config is missing or unreadable."""
+    try:
+        return round(float(json.loads((directory / CONFIG_FILE).read_text())["bits_per_weight"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def list_variants(folder: Path) -> tuple[str, ...]:
+    """Every variant an audit may name: each method's own (built or not: an unbuilt one says
+    how to make it) and every other variant built in ``folder`` (harder budgets, other seeds),
+    grouped by bits per weight, most bits first, then in the methods' order."""
+    built = sorted(path.name for path in folder.iterdir() if path.is_dir() and VARIANT_NAME.fullmatch(path.name)
+                   and (path / CONFIG_FILE).is_file()) if folder.is_dir() else []
+    names = list(dict.fromkeys([*METHOD_VARIANTS, *built]))
+    bits = {name: variant_bits(folder / name) for name in names}
+    methods = {name: next((i for i, method in enumerate(METHOD_VARIANTS) if name == method
+                           or name.startswith(method + "-")), len(METHOD_VARIANTS)) for name in names}
+    # unbuilt ones last, in the methods' order; a name such as gptq-int2 sorts after gptq
+    return tuple(sorted(names, key=lambda name: (bits[name] is None, -(bits[name] or 0), methods[name],
+                                                 len(name), name)))
+
+
+VARIANTS: tuple[str, ...] = list_variants(variants_dir())
 
 
 class VariantNotFoundError(CheckpointError):

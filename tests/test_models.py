@@ -1,5 +1,6 @@
 """Where the committed models are found (``RECOURSE_HOME``) and how they are loaded: once, by name."""
 
+import json
 from pathlib import Path
 
 import pytest
@@ -28,8 +29,21 @@ def test_recourse_home_moves_every_location(project_home):
     assert paths.assets_dir() == project_home / "assets"
 
 
-def test_one_variant_per_method_in_registry_order():
-    assert models.VARIANTS == METHODS
+def test_every_method_and_every_built_variant_grouped_by_bits(tmp_path):
+    assert set(METHODS) <= set(models.VARIANTS)
+    for name, bits in (("ptq-int4", 4.0), ("gptq-int2", 2.04), ("cfq-qat-b3", 3.0), ("cfq-qat-b3-s1", 3.0),
+                       ("ptq-int8", 8.0), ("mixedprec-qat", 3.99), ("Bad Name", 2.0)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps({"bits_per_weight": bits}))
+    (tmp_path / "no-config").mkdir()
+    listed = models.list_variants(tmp_path)
+    built = [name for name in listed if (tmp_path / name).is_dir()]
+    assert built == ["ptq-int8", "ptq-int4", "mixedprec-qat", "cfq-qat-b3", "cfq-qat-b3-s1", "gptq-int2"]
+    assert set(listed) - set(built) == set(METHODS) - set(built)  # unbuilt methods still named, after the rest
+    assert listed.index("gptq-int2") < listed.index("gptq")
+
+
+def test_an_unknown_variant_is_refused():
     for bad in ("nope", "int3", ""):
         with pytest.raises(ValueError, match=f"unknown variant {bad!r}"):
             models.load_committed_variant(bad)
