@@ -1,0 +1,123 @@
+"""The recourse path: one model's whole edit ``x → x̃`` (before its stop) sampled at K points,
+with both models' logits of the audited attribute along it (``docs/metrics.md``, "The
+recourse path").
+
+Where each model's decision flips on the *same* path is the per-image divergence in units a
+person can follow: "on the full-precision model's edit, the 4-bit model needs 30% more of the
+same change". The stops (the boundary, the benchmark's margin, the visible stop) are where the
+guiding model passes each margin on its own path. Pure functions on tensors; the models are
+only read.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+import torch
+from torch import nn
+
+PATH_POINTS = 33  # α = 0, 1/32, …, 1: a step of 3% of the edit, finer than a person can see
+
+
+def path_images(x: torch.Tensor, end: torch.Tensor, alphas: Sequence[float] | np.ndarray) -> torch.Tensor:
+    """``x + α (end − x)`` for each α: ``(K, 3, H, W)`` from two ``(3, H, W)`` faces."""
+    alphas_t = torch.as_tensor(np.asarray(alphas, np.float32)).reshape(-1, 1, 1, 1)
+    return (x[None] + alphas_t * (end - x)[None]).clamp(0, 1)
+
+
+def first_crossing(alphas: np.ndarray, toward_target: np.ndarray, level: float) -> float | None:
+    """The first α where ``toward_target`` (a logit signed so that up is toward the target)
+    reaches ``level``, linearly interpolated between the two samples around it; 0 where it is
+    there from the start, None where the path never reaches it."""
+    alphas, values = np.asarray(alphas, np.float64), np.asarray(toward_target, np.float64)
+    reached = np.flatnonzero(values >= level)
+    if reached.size == 0:
+        return None
+    first = int(reached[0])
+    if first == 0:
+        return 0.0
+    before, after = values[first - 1], values[first]
+    share = (level - before) / (after - before)  # after > level > before: a proper fraction
+    return float(alphas[first - 1] + share * (alphas[first] - alphas[first - 1]))
+
+
+@dataclass(frozen=True)
+class RecoursePath:
+    """One model's edit, sampled: both models' logits of the attribute at each α, where each
+    decision flips, and where the guiding model passes each named margin (its stops)."""
+
+    guided_by: str  # "teacher" or "student": whose edit this is
+    target: int
+    alphas: tuple[float, ...]
+    teacher_logits: tuple[float, ...]
+    student_logits: tuple[float, ...]  # the compressed model's deciding (integer) kernels
+    teacher_flip: float | None  # first α where the full-precision model decides the target
+    student_flip: float | None
+    stops: dict[str, float | None] = field(default_factory=dict)  # stop name → α on this path
+    margins: dict[str, float] = field(default_factory=dict)  # stop name → its margin (logits)
+
+    @property
+    def extra_edit(self) -> float | None:
+        """How much more of the same edit the later-flipping model needs, relative to the
+        earlier one: 0.3 = 30% more; None where either never flips or the earlier flips at 0."""
+        if self.teacher_flip is None or self.student_flip is None:
+            return None
+        early, late = sorted((self.teacher_flip, self.student_flip))
+        return None if early <= 0 else late / early - 1
+
+    def to_dict(self) -> dict:
+        def rounded(values):
+            return [round(float(v), 5) for v in values]
+
+        return {"guided_by": self.guided_by, "target": self.target, "alphas": rounded(self.alphas),
+                "teacher_logits": rounded(self.teacher_logits), "student_logits": rounded(self.student_logits),
+                "teacher_flip": self.teacher_flip, "student_flip": self.student_flip, "stops": dict(self.stops),
+                "margins": dict(self.margins), "extra_edit": self.extra_edit}
+
+
+@torch.no_grad()
+def recourse_path(x: torch.Tensor, end: torch.Tensor, index: int, target: int, teacher: nn.Module,
+                  student_decider: nn.Module, guided_by: str, margins: Mapping[str, float],
+                  points: int = PATH_POINTS) -> RecoursePath:
+    """Sample ``x → end`` (each ``(3, H, W)`` in [0, 1]) at ``points`` evenly spaced α and read
+    both models' logit of attribute ``index``; ``margins`` names the stops (e.g. ``{"boundary":
+    0, "benchmark": 2, "visible": 10}``), each found on the guiding model's logit."""
+    if guided_by not in ("teacher", "student"):
+        raise ValueError(f"guided_by must be 'teacher' or 'student', got {guided_by!r}")
+    if points < 2:
+        raise ValueError("a path needs at least 2 points")
+    alphas = np.linspace(0.0, 1.0, points)
+    images = path_images(x, end, alphas)
+    sign = 1.0 if target == 1 else -1.0
+    teacher_logits = teacher(images)[:, index].double().numpy()
+    student_logits = student_decider(images)[:, index].double().numpy()
+    guiding = teacher_logits if guided_by == "teacher" else student_logits
+    stops = {name: first_crossing(alphas, sign * guiding, margin) for name, margin in margins.items()}
+    return RecoursePath(
+        guided_by=guided_by, target=int(target), alphas=tuple(alphas.tolist()),
+        teacher_logits=tuple(teacher_logits.tolist()), student_logits=tuple(student_logits.tolist()),
+        teacher_flip=first_crossing(alphas, sign * teacher_logits, 0.0),
+        student_flip=first_crossing(alphas, sign * student_logits, 0.0),
+        stops=stops, margins=dict(margins))
+
+
+def divergence_sentence(path: RecoursePath, student_name: str) -> str:
+    """What a person reads under the plot: where the two decisions flip on this edit."""
+    whose = "the full-precision model's edit" if path.guided_by == "teacher" else f"{student_name}'s own edit"
+    flips = {"the full-precision model": path.teacher_flip, student_name: path.student_flip}
+    never = [name for name, alpha in flips.items() if alpha is None]
+    if len(never) == 2:
+        return f"On {whose}, neither model's decision flips."
+    if never:
+        other = next(name for name in flips if name not in never)
+        return (f"On {whose}, {other} flips at {flips[other]:.0%} of the edit; {never[0]} does not flip anywhere "
+                "along it.")
+    extra = path.extra_edit
+    if extra is None or math.isclose(path.teacher_flip, path.student_flip, abs_tol=1 / (2 * len(path.alphas))):
+        return f"On {whose}, both models flip at {path.teacher_flip:.0%} of the edit."
+    later = student_name if path.student_flip > path.teacher_flip else "the full-precision model"
+    return (f"On {whose}, the full-precision model flips at {path.teacher_flip:.0%} of the edit and {student_name} "
+            f"at {path.student_flip:.0%}: {later} needs {extra:.0%} more of the same edit.")
