@@ -631,7 +631,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
         with gr.Tab("Audit", id="audit"):
             with gr.Row(equal_height=False):
                 with gr.Column(scale=2, min_width=300):
-                    gallery = gr.Gallery(gallery_faces(), label="Gallery: generated faces and a public-domain photo",
+                    gallery = gr.Gallery(gallery_faces(), label="Gallery: public-domain portraits (NASA, U.S. Navy, U.S. Senate; sources in assets/gallery/SOURCES.md)",
                                          columns=6, rows=1, height=150, allow_preview=False, elem_id="gallery")
                     with gr.Row(equal_height=True):
                         upload = UploadedImage(label="…or upload a photo (the face is found and aligned)",

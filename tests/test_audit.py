@@ -2,6 +2,7 @@
 its plain-words verdict, its JSON and HTML renderings, and the committed models."""
 
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -400,12 +401,13 @@ def test_the_verdict_quotes_no_ratio_below_the_noise_floor(values, face_logit, e
 
 @pytest.mark.requires("committed_variants")
 def test_the_near_boundary_gallery_face_is_said_to_be_on_the_boundary():
-    """generated-seed-21: the full-precision model sees Smiling at p = 0.504."""
+    """A face sampled from the generator (seed 21, once in the gallery, kept under tests/data):
+    the full-precision model sees Smiling at p = 0.504."""
     from PIL import Image
 
     from recourse.render.audit_html import value_cards
 
-    face = GALLERY_FACE.parent / "generated-seed-21.png"
+    face = Path(__file__).parent / "data" / "generated-seed-21.png"
     image = torch.from_numpy(np.array(Image.open(face).convert("RGB"))).permute(2, 0, 1).float() / 255
     result = audit_image(image, "ptq-int8", "Smiling")
     assert abs(result.face_logit) < 0.1
