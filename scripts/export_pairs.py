@@ -4,8 +4,11 @@ flip that attribute's decision, saved by ``recourse.instruments.rating.save_pair
 
     python -m scripts.export_pairs --data ../shared/data/celeba-hq-64 --n 60 --out out/rating/pairs.npz
 
+A rating set in one command (several methods on one page, other generators' pairs mixed in,
+written outside the repository) is ``scripts.blind_rating``, which shares :func:`make_pairs`.
 Another generator rates the same way: write its pairs with ``save_pairs`` and pass the file to
-``scripts.rating_page``. The file holds dataset faces: keep it under ``out/`` (ignored by git).
+``scripts.blind_rating --pairs`` or ``scripts.rating_page``. The file holds dataset faces: keep
+it under ``out/`` (ignored by git).
 It records the generation settings (``settings``, JSON), which ``scripts.edit_discriminator``
 copies into its report; ``docs/results.md`` shows each committed report's pairs commands with the
 options that bring back those settings (``--method pca-walk-cone --margin 6`` for the earlier
@@ -16,17 +19,48 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import asdict, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 import numpy as np
+from torch import nn
 
 from recourse.checkpoints import load_classifier
 from recourse.data import QUALITY_ATTRIBUTES, load_split, to_float_images
-from recourse.generation import CounterfactualConfig, default_generator, generate
+from recourse.generation import CounterfactualConfig, FaceGenerator, default_generator, generate
 from recourse.instruments.rating import save_pairs
 from recourse.paired import flip_targets
 from recourse.paths import teacher_dir
+
+
+@dataclass(frozen=True)
+class GeneratedPairs:
+    """One counterfactual per task, in the tasks' order."""
+
+    originals: np.ndarray  # uint8 (N, 3, H, W)
+    counterfactuals: np.ndarray  # floats in [0, 1], (N, 3, H, W)
+    targets: np.ndarray  # the decision each counterfactual aims at, (N,)
+    valid: np.ndarray  # whether the classifier decides it as aimed, (N,)
+
+
+def make_pairs(faces: np.ndarray, indices: list[int], attributes: list[str], methods: list[str],
+               classifier: nn.Module, config: CounterfactualConfig, generator: FaceGenerator) -> GeneratedPairs:
+    """The counterfactual of ``faces[indices[i]]`` that flips ``classifier``'s decision on
+    ``attributes[i]``, made by ``methods[i]``; one line printed per pair."""
+    originals, counterfactuals, targets, valid = [], [], [], []
+    for number, (index, attribute, method) in enumerate(zip(indices, attributes, methods), start=1):
+        x = to_float_images(faces[index:index + 1])
+        target = int(flip_targets(classifier, x, attribute)[0])
+        # The same seed rule as evaluate-counterfactuals: the task's noise comes from its face.
+        result = generate(x, classifier, attribute, target, replace(config, method=method), generator,
+                          seeds=(config.seed + index,))
+        originals.append(faces[index])
+        counterfactuals.append(result.images[0].numpy())
+        targets.append(target)
+        valid.append(bool(result.valid[0]))
+        print(f"{number}/{len(indices)}: face {index}, {attribute} → {target} by {method}, "
+              f"{'valid' if valid[-1] else 'not valid'}, cost {float(result.cost[0]):.4f}", flush=True)
+    return GeneratedPairs(np.stack(originals), np.stack(counterfactuals), np.array(targets), np.array(valid))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -47,22 +81,12 @@ def main(argv: list[str] | None = None) -> None:
     attributes = rng.choice(args.attributes, args.n)
     config, generator = CounterfactualConfig(), default_generator()
     config = replace(config, **{k: v for k, v in (("method", args.method), ("margin", args.margin)) if v is not None})
-    originals, counterfactuals, targets, valid = [], [], [], []
-    for number, (index, attribute) in enumerate(zip(chosen.tolist(), attributes.tolist())):
-        x = to_float_images(faces[index:index + 1])
-        target = int(flip_targets(classifier, x, attribute)[0])
-        # The same seed rule as evaluate-counterfactuals: the task's noise comes from its face.
-        result = generate(x, classifier, attribute, target, config, generator, seeds=(config.seed + index,))
-        originals.append(faces[index])
-        counterfactuals.append(result.images[0].numpy())
-        targets.append(target)
-        valid.append(bool(result.valid[0]))
-        print(f"{number + 1}/{args.n}: face {index}, {attribute} → {target}, "
-              f"{'valid' if valid[-1] else 'not valid'}, cost {float(result.cost[0]):.4f}")
-    path = save_pairs(args.out, np.stack(originals), np.stack(counterfactuals), attributes, np.array(targets),
-                      face_index=chosen, valid=np.array(valid), method=np.array([config.method] * args.n),
+    pairs = make_pairs(faces, chosen.tolist(), attributes.tolist(), [config.method] * args.n, classifier, config,
+                       generator)
+    path = save_pairs(args.out, pairs.originals, pairs.counterfactuals, attributes, pairs.targets,
+                      face_index=chosen, valid=pairs.valid, method=np.array([config.method] * args.n),
                       settings=np.array(json.dumps(asdict(config))))
-    print(f"{args.n} pairs ({sum(valid)} valid for the classifier) in {path}")
+    print(f"{args.n} pairs ({int(pairs.valid.sum())} valid for the classifier) in {path}")
 
 
 if __name__ == "__main__":

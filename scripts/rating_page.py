@@ -8,6 +8,9 @@ named, model and numbers hidden) as one self-contained HTML file, and its hidden
 Any generator can be rated: the pairs file is what ``recourse.instruments.rating.save_pairs``
 writes (originals, counterfactuals, attributes, targets). The page shows dataset faces: keep it
 and its pairs file out of git (``out/`` is ignored).
+
+``scripts.blind_rating`` does both steps in one command, for several methods on one page and
+other generators' pairs mixed in, and writes the set outside the repository.
 """
 
 from __future__ import annotations

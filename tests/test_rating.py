@@ -6,7 +6,7 @@ import re
 import numpy as np
 import pytest
 
-from recourse.instruments.rating import RatingError, load_pairs, rating_page, save_pairs, score_ratings
+from recourse.instruments.rating import RatingError, load_pairs, merge_pairs, rating_page, save_pairs, score_ratings
 from scripts import rating_page as rating_page_script
 from scripts import score_ratings as score_ratings_script
 
@@ -144,3 +144,44 @@ def test_the_page_exports_what_a_rater_clicked(tmp_path):
     score = score_ratings(exported, page.key)
     assert score.answered_more == 1 and score.seen == (100.0 if first["target"] == 1 else 0.0)
     assert score.different_person == 100.0 and score.cannot_tell == 100.0
+
+
+def method_pairs(method: str | None, n: int, seed: int, size: int = 16) -> dict:
+    """``n`` pairs of distinct random faces; ``method`` (if any) as the key-only array."""
+    rng = np.random.default_rng(seed)
+    pairs = {"originals": rng.integers(0, 256, (n, 3, size, size), dtype=np.uint8),
+             "counterfactuals": rng.integers(0, 256, (n, 3, size, size), dtype=np.uint8),
+             "attributes": np.array(["Smiling", "Young"] * (n // 2)), "targets": np.arange(n) % 2,
+             "face_index": np.arange(n) + 100 * seed}
+    return pairs if method is None else {**pairs, "method": np.array([method] * n)}
+
+
+def test_merged_pairs_keep_their_methods_in_the_key_and_off_the_page(tmp_path):
+    merged = merge_pairs([("runs/generated", method_pairs("zebra-method-one", 10, seed=1)),
+                          ("elsewhere/quokka-generator.npz", method_pairs(None, 10, seed=2))])
+    assert len(merged["originals"]) == 20 and merged["originals"].dtype == np.uint8
+    assert merged["method"].tolist() == ["zebra-method-one"] * 10 + ["quokka-generator"] * 10  # else the file's name
+    assert merged["source"].tolist() == ["runs/generated"] * 10 + ["elsewhere/quokka-generator.npz"] * 10
+    assert merged["face_index"].tolist()[10:] == list(range(200, 210))  # a field every source has is kept
+    page = rating_page(merged, 20, seed=0, source="secret-pairs-file.npz")
+    assert {task["method"] for task in page.key["tasks"]} == {"zebra-method-one", "quokka-generator"}
+    assert {task["source"] for task in page.key["tasks"]} == {"runs/generated", "elsewhere/quokka-generator.npz"}
+    text = re.sub(r"data:image/png;base64,[A-Za-z0-9+/=]+", "", page.html).lower()  # base64 spells words by chance
+    for hidden in ("zebra", "quokka", "generated", "secret-pairs-file", "target", "counterfactual", "face_index"):
+        assert hidden not in text
+    sides = [task["counterfactual"] for task in page.key["tasks"]]
+    assert {"A", "B"} == set(sides)  # the sides are shuffled over the page
+    assert sorted(task["pair_index"] for task in page.key["tasks"]) == list(range(20))
+    assert [task["pair_index"] for task in page.key["tasks"]] != list(range(20))  # and so is the order
+
+
+def test_merging_refuses_other_sizes_and_a_face_shown_twice():
+    with pytest.raises(RatingError, match="different image sizes: a 3x16x16, b 3x8x8"):
+        merge_pairs([("a", method_pairs("m", 2, seed=1)), ("b", method_pairs("m", 2, seed=1, size=8))])
+    with pytest.raises(RatingError, match=r"same face is the original of pair 0 \(a\) and pair 2 \(b\)"):
+        merge_pairs([("a", method_pairs("m", 2, seed=1)), ("b", method_pairs("n", 2, seed=1))])
+    with pytest.raises(RatingError, match="no pairs"):
+        merge_pairs([])
+    with pytest.raises(RatingError, match="b: missing targets"):
+        merge_pairs([("a", method_pairs("m", 2, seed=1)),
+                     ("b", {k: v for k, v in method_pairs("m", 2, seed=2).items() if k != "targets"})])

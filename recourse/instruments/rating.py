@@ -9,10 +9,12 @@ model, the target or any number), and asks three questions:
 2. Are A and B the same person? (yes / no / unsure)
 3. Was one of them altered by a computer, and which? (A / B / cannot tell)
 
-The page's form exports the answers as JSON; the hidden key (which side is the counterfactual,
-and its target) goes to a separate file. :func:`score_ratings` scores one against the other:
-the edit is *seen* when the rater picks the face the target says should show the attribute more
-(the counterfactual for target 1, the original for target 0).
+:func:`merge_pairs` puts several runs' pairs (several methods or generators) on one page; each
+pair's method stays in the key. The page's form exports the answers as JSON; the hidden key
+(which side is the counterfactual, its target and method) goes to a separate file.
+:func:`score_ratings` scores one against the other: the edit is *seen* when the rater picks the
+face the target says should show the attribute more (the counterfactual for target 1, the
+original for target 0).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ import io
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Sequence
 
 import numpy as np
 from PIL import Image
@@ -67,13 +70,20 @@ def save_pairs(path: str | Path, originals: np.ndarray, counterfactuals: np.ndar
 
 def load_pairs(path: str | Path) -> dict[str, np.ndarray]:
     with np.load(path, allow_pickle=False) as data:
-        missing = [key for key in PAIR_KEYS if key not in data.files]
-        if missing:
-            raise RatingError(f"{path}: missing {', '.join(missing)} (save the pairs with "
-                              "recourse.instruments.rating.save_pairs)")
         pairs = {key: data[key] for key in data.files}
-    pairs["originals"] = _uint8_images(pairs["originals"], "originals")
-    pairs["counterfactuals"] = _uint8_images(pairs["counterfactuals"], "counterfactuals")
+    return _normalised(pairs, str(path))
+
+
+def _normalised(pairs: dict[str, np.ndarray], name: str) -> dict[str, np.ndarray]:
+    """``pairs`` with uint8 images, string attributes and integer targets, checked."""
+    missing = [key for key in PAIR_KEYS if key not in pairs]
+    if missing:
+        raise RatingError(f"{name}: missing {', '.join(missing)} (save the pairs with "
+                          "recourse.instruments.rating.save_pairs)")
+    pairs = {**pairs, "originals": _uint8_images(pairs["originals"], f"{name}: originals"),
+             "counterfactuals": _uint8_images(pairs["counterfactuals"], f"{name}: counterfactuals"),
+             "attributes": np.asarray(pairs["attributes"], dtype=str),
+             "targets": np.asarray(pairs["targets"]).astype(np.int64)}
     _check_pairs(pairs)
     return pairs
 
@@ -90,6 +100,40 @@ def _check_pairs(pairs: dict[str, np.ndarray]) -> None:
         raise RatingError(f"unknown attributes: {', '.join(unknown)}")
     if not np.isin(pairs["targets"], (0, 1)).all():
         raise RatingError("targets must be 0 or 1")
+
+
+def merge_pairs(sources: Sequence[tuple[str, dict[str, np.ndarray]]]) -> dict[str, np.ndarray]:
+    """One pairs dict for one page from several ``(name, pairs)`` sources, e.g. one per method
+    or generator, in the sources' order (:func:`rating_page` shuffles them).
+
+    Every pair keeps, for the key only, ``source`` (its source's name) and ``method``: the
+    source's own ``method`` array, or else the name's stem (``runs/foreign-gan.npz`` →
+    ``foreign-gan``). Other per-pair arrays are kept where every source has them; whole-file
+    fields such as ``settings`` are dropped, as they describe one source, not the page. Refuses
+    images of different sizes, and a face that is the original of two pairs: a rater who saw it
+    twice would know which side was left alone.
+    """
+    if not sources:
+        raise RatingError("no pairs to merge")
+    sources = [(name, _normalised(pairs, name)) for name, pairs in sources]
+    shapes = {name: pairs["originals"].shape[1:] for name, pairs in sources}
+    if len(set(shapes.values())) > 1:
+        raise RatingError("the pairs have different image sizes: " +
+                          ", ".join(f"{name} {'x'.join(map(str, shape))}" for name, shape in shapes.items()))
+    per_pair = set.intersection(*({key for key, values in pairs.items() if key not in PAIR_KEYS
+                                   and values.ndim == 1 and len(values) == len(pairs["originals"])}
+                                  for _, pairs in sources)) - {"method", "source"}
+    merged = {key: np.concatenate([pairs[key] for _, pairs in sources]) for key in (*PAIR_KEYS, *sorted(per_pair))}
+    merged["method"] = np.concatenate([np.broadcast_to(pairs.get("method", np.array(Path(name).stem)).astype(str),
+                                                       len(pairs["originals"])) for name, pairs in sources])
+    merged["source"] = np.concatenate([np.full(len(pairs["originals"]), name) for name, pairs in sources])
+    first_seen: dict[bytes, int] = {}
+    for index, original in enumerate(merged["originals"]):
+        earlier = first_seen.setdefault(hashlib.sha256(original.tobytes()).digest(), index)
+        if earlier != index:
+            raise RatingError(f"the same face is the original of pair {earlier} ({merged['source'][earlier]}) and "
+                              f"pair {index} ({merged['source'][index]}); a page shows each face once")
+    return merged
 
 
 def _png_data_url(image: np.ndarray) -> str:
