@@ -27,7 +27,7 @@ import os
 import platform
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 
 import numpy as np
 import torch
@@ -42,7 +42,9 @@ from recourse.generation import CounterfactualConfig, FaceGenerator
 from recourse.instruments.identity import DLIB_THRESHOLD, Descriptors, IdentityModelError, descriptor_distances
 from recourse.instruments.readings import JudgeReading, judge_readings
 from recourse.metrics import ImageRecourse
-from recourse.paired import Student, paired_recourse
+from recourse.paired import Student, columns_of, paired_recourse, stop_on_paths
+from recourse.recourse_path import RecoursePath, recourse_path
+from recourse.stops import AuditStops, stops_for
 from recourse.progress import StageCheck, no_check
 
 ImageSource = str | os.PathLike | bytes | Image.Image | torch.Tensor
@@ -85,9 +87,32 @@ class AuditSettings:
 
     counterfactual: CounterfactualConfig = field(default_factory=minimal_recourse)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
+    # Where the picture and the numbers are read on each model's edit (recourse.stops); None:
+    # both at the counterfactual's own margin, the stop of its edit.
+    stops: AuditStops | None = None
+
+    @property
+    def edit_config(self) -> CounterfactualConfig:
+        """The settings of each model's whole edit: aimed past every stop."""
+        if self.stops is None:
+            return self.counterfactual
+        return replace(self.counterfactual, margin=max(self.counterfactual.margin, self.stops.edit))
+
+    def path_margins(self) -> dict[str, float]:
+        """The stops drawn on each recourse path, by name."""
+        return self.stops.margins() if self.stops is not None else {"stop": self.counterfactual.margin}
 
     def to_dict(self) -> dict:
-        return {"counterfactual": asdict(self.counterfactual), "attribution": asdict(self.attribution)}
+        return {"counterfactual": asdict(self.counterfactual), "attribution": asdict(self.attribution),
+                "stops": None if self.stops is None else self.stops.to_dict()}
+
+
+def product_settings(picture_margin: float | None = None, numbers_at: str = "benchmark",
+                     counterfactual: CounterfactualConfig | None = None) -> AuditSettings:
+    """The app's and the command line's audit: pictures at the visible stop (or at
+    ``picture_margin``), numbers at the benchmark's validated margin (or the boundary)."""
+    return AuditSettings(counterfactual=counterfactual or CounterfactualConfig(),
+                         stops=stops_for(picture_margin, numbers_at))
 
 
 @dataclass(frozen=True)
@@ -201,6 +226,10 @@ class AuditResult:
     missing: dict[str, str] = field(default_factory=dict)
     # the calibrated judges' readings of x, x'_f and x'_g, independent ones first
     judge_readings: tuple[JudgeReading, ...] = ()
+    # each model's whole edit x̃ (3, H, W) and its path: both models' logits along it, the stops
+    teacher_edit: torch.Tensor | None = None
+    student_edit: torch.Tensor | None = None
+    paths: tuple[RecoursePath, ...] = ()
 
     @property
     def face_logit(self) -> float:
@@ -241,6 +270,7 @@ class AuditResult:
             "identity": None if self.identity is None else self.identity.to_dict(),
             "judge_readings": [reading.to_dict() for reading in self.judge_readings],
             "missing": dict(self.missing),
+            "paths": [path.to_dict() for path in self.paths],
             "student_model": self.student_model,
             "settings": self.settings.to_dict(), "seed": self.seed, "versions": self.versions,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
@@ -508,6 +538,25 @@ def _probabilities(model: nn.Module, images: torch.Tensor) -> torch.Tensor:
     return torch.sigmoid(model(images))
 
 
+def read_stops(x: torch.Tensor, attribute: str, target: int, teacher: nn.Module, student: Student, paired,
+               stops: AuditStops | None) -> tuple[torch.Tensor, torch.Tensor, ImageRecourse]:
+    """The pictures ``x'_f``, ``x'_g`` (at the visible stop) and the per-image numbers (at the
+    numbers' stop) of one audited face; without stops, both where each edit stopped."""
+    if stops is None:
+        return paired.teacher.images[0], paired.student.counterfactuals[0], paired.columns.image(0)
+    targets = torch.tensor([target])
+
+    def both_at(margin: float) -> tuple[torch.Tensor, torch.Tensor]:
+        teacher_at = stop_on_paths(x[None], paired.teacher.edits, teacher, attribute, targets, margin)
+        student_at = stop_on_paths(x[None], paired.student.edits, student.decider, attribute, targets, margin)
+        return teacher_at, student_at
+
+    pictures = both_at(stops.visible)
+    numbers = pictures if stops.numbers == stops.visible else both_at(stops.numbers)
+    columns = columns_of(x[None], attribute, targets, teacher, student, *numbers)
+    return pictures[0][0], pictures[1][0], columns.image(0)
+
+
 def audit_steps(
     image: ImageSource,
     variant: str,
@@ -562,21 +611,27 @@ def audit_steps(
 
     # (3) paired recourse, one seed for both models
     seed = settings.counterfactual.seed
-    paired = paired_recourse(x[None], attribute, torch.tensor([target]), teacher, student, settings.counterfactual,
+    paired = paired_recourse(x[None], attribute, torch.tensor([target]), teacher, student, settings.edit_config,
                              generator, seeds=(seed,), check=check)
     seconds["counterfactuals"] = time.perf_counter() - started - seconds["predictions"]
     yield AuditStep("counterfactuals", 0.6, predictions=predictions)
-    x_f, x_g = paired.teacher.images[0], paired.student.counterfactuals[0]
-    on_teacher, on_own = paired.student.logit_on_teacher[0], paired.student.logit_on_own[0]
+    stopped = read_stops(x, attribute, target, teacher, student, paired, settings.stops)
+    x_f, x_g, image_recourse_ = stopped
+    with torch.no_grad():
+        on_teacher, on_own = (float(v) for v in student.decider(torch.stack([x_f, x_g]))[:, index])
+        twin_on_own = float(torch.sigmoid(student.twin(x_g[None])[0, index]))
     probabilities_after = {
-        "teacher_on_teacher_counterfactual": float(paired.teacher.probability_after[0]),
+        "teacher_on_teacher_counterfactual": float(_probabilities(teacher, x_f[None])[0, index]),
         "teacher_on_student_counterfactual": float(_probabilities(teacher, x_g[None])[0, index]),
-        "student_on_teacher_counterfactual": float(torch.sigmoid(on_teacher)),
-        "student_on_student_counterfactual": float(torch.sigmoid(on_own)),
-        "twin_on_student_counterfactual": float(paired.student.twin_probability_after[0]),
+        "student_on_teacher_counterfactual": 1 / (1 + math.exp(-on_teacher)),
+        "student_on_student_counterfactual": 1 / (1 + math.exp(-on_own)),
+        "twin_on_student_counterfactual": twin_on_own,
     }
-    student_logits = {"original": float(student_logits_before[index]), "teacher_counterfactual": float(on_teacher),
-                      "student_counterfactual": float(on_own)}
+    student_logits = {"original": float(student_logits_before[index]), "teacher_counterfactual": on_teacher,
+                      "student_counterfactual": on_own}
+    teacher_edit, student_edit = paired.teacher.edits[0], paired.student.edits[0]
+    paths = tuple(recourse_path(x, edit, index, target, teacher, student.decider, guided_by, settings.path_margins())
+                  for edit, guided_by in ((teacher_edit, "teacher"), (student_edit, "student")))
 
     # (4) attributions: same method and settings on both models
     mark = time.perf_counter()
@@ -614,9 +669,10 @@ def audit_steps(
         predictions=predictions, teacher_counterfactual=x_f, student_counterfactual=x_g,
         teacher_difference=x_f - x, student_difference=x_g - x, probabilities_after=probabilities_after,
         student_logits=student_logits,
-        recourse=paired.columns.image(0), attributions=(gradient, occluded), judge=judged, settings=settings,
+        recourse=image_recourse_, attributions=(gradient, occluded), judge=judged, settings=settings,
         seed=seed, student_model=student.kind, versions=_versions(), seconds=seconds,
         strong_judge=strongly_judged, identity=kept, missing=missing, judge_readings=readings,
+        teacher_edit=teacher_edit, student_edit=student_edit, paths=paths,
     )
     yield AuditStep("done", 1.0, predictions=predictions, result=result)
 

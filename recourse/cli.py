@@ -26,18 +26,22 @@ from recourse.validation import check_outputs, finite_float
 
 MODEL_DIRS = {"classifier": teacher_dir, "oracle": oracle_dir, "judge": judge_dir, "guide": guide_dir,
               "strong-judge": strong_judge_dir}
-# The margin of the single-face commands (audit, counterfactual) and of the app: the minimal
-# recourse (recourse.audit.minimal_recourse). The dataset commands keep the generator's own
-# default (CounterfactualConfig.margin, 10, chosen for the denoised method); the committed
-# results were made with the earlier default, the cone walk at margin 6.
-SINGLE_FACE_MARGIN = 0.0
+# The single-face commands (audit, counterfactual, scan) and the app show each recourse at the
+# visible stop and read per-image numbers at the benchmark's validated margin, both chosen on
+# validation (recourse.stops); --margin moves the picture. The dataset commands keep the
+# generator's own default (CounterfactualConfig.margin, 10, chosen for the denoised method).
+SINGLE_FACE_MARGIN = None  # the visible stop, read from the committed files
 DATASET_MARGIN = 10.0
 # The denoised method's defaults, named in the help without importing torch (a test keeps them
 # equal to CounterfactualConfig's).
 DENOISED_SIGMA = 1.0
 DENOISED_EDIT_STEPS = 24
-MARGIN_NOTES = {SINGLE_FACE_MARGIN: ": the minimal recourse, as in audit, counterfactual and the app",
-                DATASET_MARGIN: ", the dataset commands' setting; audit, counterfactual and the app use 0"}
+MARGIN_NOTES = {DATASET_MARGIN: ", the dataset commands' setting; audit, counterfactual and the app show the visible "
+                                "stop chosen on validation (recourse/stops.py)"}
+PICTURE_MARGIN_HELP = ("the stop the picture is shown at, in logits past the boundary (default: the visible stop chosen "
+                       "on validation, assets/results/visible-stop-val.json; 0 = the boundary)")
+NUMBERS_AT_HELP = ("where per-image validity, CRG and DirSim are read on each edit: benchmark (default: the margin the "
+                   "benchmark validated, where weight noise rarely decides) or boundary (margin 0: mostly noise)")
 METHOD_HELP = ("denoised (the default): each model edits through the face denoiser; pca-walk: steps in the PCA face "
                "basis; pca-walk-cone: the same turned towards a shared robust guide")
 
@@ -55,7 +59,8 @@ GENERATION_OPTIONS = {"method": "--counterfactual-method", "margin": "--margin",
                       "steps": "--steps", "noise_level": "--noise-level", "guidance_scale": "--guidance-scale",
                       "cone_degrees": "--cone-degrees", "finish_steps": "--finish-steps",
                       "finish_learning_rate": "--finish-learning-rate", "stop_search": "--stop-search",
-                      "sigma": "--sigma", "edit_steps": "--edit-steps"}
+                      "sigma": "--sigma", "edit_steps": "--edit-steps", "region_mask": "--region-mask",
+                      "adaptive_share": "--adaptive-share"}
 # The fields each counterfactual method reads besides method, margin and seed: a recorded value
 # of another method's field (a walk's recorded sigma) changes nothing and is not repeated.
 _WALK_SETTINGS = ("steps", "noise_level", "guidance_scale", "proximity_weight", "preserve_weight", "finish_steps",
@@ -64,7 +69,7 @@ METHOD_SETTINGS = {
     "pca-walk": _WALK_SETTINGS, "pca-walk-cone": (*_WALK_SETTINGS, "cone_degrees"),
     "denoised": ("proximity_weight", "preserve_weight", "sigma", "edit_steps", "edit_learning_rate", "edit_resolution",
                  "overshoot", "mask_threshold", "mask_dilation", "inpaint_sigma", "inpaint_steps", "denoised_output",
-                 "output_draws"),
+                 "output_draws", "region_mask", "adaptive_share"),
 }
 # BenchmarkSettings field -> benchmark's option; ``counterfactual`` takes GENERATION_OPTIONS
 BENCHMARK_OPTIONS = {"n": "--tasks", "first_task": "--first-task", "attributes": "--attributes", "margins": "--margins",
@@ -206,11 +211,15 @@ def command_train_denoiser(args: argparse.Namespace) -> int:
     return 0
 
 
-def _single_face_config():
-    """The generator's settings for one face (audit, counterfactual): the minimal recourse."""
+def _single_face_settings(args: argparse.Namespace):
+    """An audit's or a scan's settings: the generator's options given, the picture at --margin
+    (default the visible stop), the numbers at --numbers-at."""
+    from recourse.audit import product_settings
     from recourse.generation import CounterfactualConfig
 
-    return replace(CounterfactualConfig(), margin=SINGLE_FACE_MARGIN)
+    counterfactual = _counterfactual_config(args, CounterfactualConfig())
+    return product_settings(args.margin, getattr(args, "numbers_at", "benchmark"),
+                            replace(counterfactual, margin=CounterfactualConfig().margin))
 
 
 def _counterfactual_config(args: argparse.Namespace, base=None):
@@ -218,17 +227,27 @@ def _counterfactual_config(args: argparse.Namespace, base=None):
     from recourse.generation import CounterfactualConfig
 
     names = ("steps", "noise_level", "guidance_scale", "seed", "margin", "cone_degrees", "finish_steps",
-             "finish_learning_rate", "stop_search", "sigma", "edit_steps")
+             "finish_learning_rate", "stop_search", "sigma", "edit_steps", "region_mask", "adaptive_share")
     values = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
     if getattr(args, "counterfactual_method", None) is not None:
         values["method"] = args.counterfactual_method
     return replace(base if base is not None else CounterfactualConfig(), **values)
 
 
+def on_off(text: str) -> bool:
+    """An argparse type: a switch written on/off (or true/false, as a recorded setting is)."""
+    words = {"on": True, "true": True, "off": False, "false": False}
+    if text.lower() not in words:
+        raise argparse.ArgumentTypeError(f"expected on or off, got {text!r}")
+    return words[text.lower()]
+
+
 def _option_value(value) -> list[str]:
     """A setting as the command line writes it."""
     if isinstance(value, (tuple, list)):
         return [word for item in value for word in _option_value(item)]
+    if isinstance(value, bool):
+        return ["on" if value else "off"]
     if isinstance(value, float):
         return [f"{value:g}"]
     return [str(value)]
@@ -429,7 +448,14 @@ def command_counterfactual(args: argparse.Namespace) -> int:
     attribute_index(args.attribute)  # an unknown attribute is refused before any photo is read
     if args.variant is not None and args.checkpoint is not None:
         raise ValueError("give --variant or --checkpoint, not both")
-    config = _counterfactual_config(args, _single_face_config())
+    import torch
+
+    from recourse.generation import CounterfactualConfig
+    from recourse.paired import stop_on_paths
+    from recourse.stops import stops_for
+
+    stops = stops_for(args.margin)
+    config = replace(_counterfactual_config(args, CounterfactualConfig()), margin=stops.edit)
     student, resolution = _guiding_model(args)
     if args.no_align:
         image = resize_square(load_photo(args.image), resolution)
@@ -440,13 +466,17 @@ def command_counterfactual(args: argparse.Namespace) -> int:
     x = to_float_images(image[None])
     target = args.target if args.target is not None else int(flip_targets(student.decider, x, args.attribute)[0])
     result = own_recourse(x, args.attribute, target, student, config, load_generator(args.generator))
-    side_by_side(result.originals[0], result.images[0]).save(args.out)
+    # the picture: the first point of the whole edit where the deciding model is past the stop
+    picture = stop_on_paths(x, result.edits, student.decider, args.attribute, torch.tensor([target]), stops.visible)
+    side_by_side(result.originals[0], picture[0]).save(args.out)
+    with torch.no_grad():
+        after = float(torch.sigmoid(student.decider(picture)[0, attribute_index(args.attribute)]))
     guided = ("its fake-quantized twin guided, its integer model decided" if student.kind == "integer"
               else "it guided and decided")
-    print(f"{student.name} ({guided}), margin {config.margin:g}: {args.attribute} p = "
-          f"{result.probability_before.item():.3f} → {result.probability_after.item():.3f} "
-          f"(decides {int(result.probability_after.item() >= 0.5)}; target {target}, {'valid' if result.valid.item() else 'NOT valid'}), cost {result.cost.item():.4f}, "
-          f"{result.seconds:.2f} s; wrote {args.out}")
+    print(f"{student.name} ({guided}), shown at margin {stops.visible:g} ({stops.visible_source}) of an edit aimed "
+          f"past {stops.edit:g}: {args.attribute} p = {result.probability_before.item():.3f} → {after:.3f} "
+          f"(decides {int(after >= 0.5)}; target {target}, {'valid' if (after >= 0.5) == bool(target) else 'NOT valid'}), "
+          f"cost {float((picture - x).abs().mean()):.4f}, {result.seconds:.2f} s; wrote {args.out}")
     return 0
 
 
@@ -490,11 +520,11 @@ def command_quantize(args: argparse.Namespace) -> int:
 
 
 def command_audit(args: argparse.Namespace) -> int:
-    from recourse.audit import AuditSettings, audit_image, minimal_recourse
+    from recourse.audit import audit_image
     from recourse.render.audit_html import audit_record
     from recourse.render.text import audit_line
 
-    settings = AuditSettings(counterfactual=_counterfactual_config(args, minimal_recourse()))
+    settings = _single_face_settings(args)
     name, teacher, student, black_box = _audited_pair(args)  # committed, or an auditor's own by their cards
     result = audit_image(Path(args.image), name, args.attribute, args.target, settings, teacher=teacher,
                          student=student)
@@ -525,11 +555,11 @@ def _audited_pair(args: argparse.Namespace):
 
 
 def command_scan(args: argparse.Namespace) -> int:
-    from recourse.audit import AuditSettings, minimal_recourse, model_resolution
+    from recourse.audit import model_resolution
     from recourse.progress import stage_bars
     from recourse.scan import read_folder, scan_images
 
-    settings = AuditSettings(counterfactual=_counterfactual_config(args, minimal_recourse()))
+    settings = _single_face_settings(args)
     name, teacher, student, black_box = _audited_pair(args)
     if teacher is None:
         from recourse import models
@@ -628,8 +658,14 @@ def build_parser() -> argparse.ArgumentParser:
                          help=f"denoised: noise level of the smoothing, [-1, 1] units (default {DENOISED_SIGMA:g})")
         sub.add_argument("--edit-steps", type=int,
                          help=f"denoised: optimiser steps on the edit (default {DENOISED_EDIT_STEPS})")
+        sub.add_argument("--region-mask", type=on_off, metavar="on|off",
+                         help="denoised: confine each model's edit to its attribute's face region, from the "
+                              "face's landmarks (default off)")
+        sub.add_argument("--adaptive-share", type=finite_float,
+                         help="denoised: cut the edited region to this share of it where the model's own "
+                              "gradient is largest, 0-1 (MaskDiME's adaptive mask; default 1: no cut)")
 
-    def add_generation_options(sub: argparse.ArgumentParser, margin: float = DATASET_MARGIN) -> None:
+    def add_generation_options(sub: argparse.ArgumentParser, margin: float | None = DATASET_MARGIN) -> None:
         sub.add_argument("--generator", default=str(generator_dir()),
                          help="generator folder, or a diffusers pipeline folder or hub id")
         sub.add_argument("--counterfactual-method", choices=COUNTERFACTUAL_METHODS, help=METHOD_HELP)
@@ -639,8 +675,9 @@ def build_parser() -> argparse.ArgumentParser:
                          help="walks: fraction of the schedule to noise to, 0-1 (default 0: no DDIM stage)")
         sub.add_argument("--guidance-scale", type=finite_float, help="walks: DDIM stage")
         sub.add_argument("--margin", type=finite_float,
-                         help=f"edit until the target logit is this far past the decision boundary (default "
-                              f"{margin:g}{MARGIN_NOTES[margin]})")
+                         help=PICTURE_MARGIN_HELP if margin is None else
+                         f"edit until the target logit is this far past the decision boundary (default "
+                         f"{margin:g}{MARGIN_NOTES[margin]})")
         sub.add_argument("--cone-degrees", type=finite_float,
                          help="pca-walk-cone: largest angle between an edit step and the robust guide's gradient "
                               "(default 15)")
@@ -811,9 +848,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_denoised_options(audit)
     audit.add_argument("--steps", type=int, help="walks: DDIM steps over the whole schedule")
     audit.add_argument("--guidance-scale", type=finite_float, help="walks: DDIM stage")
-    audit.add_argument("--margin", type=finite_float,
-                       help=f"logits past the boundary each recourse is pushed (default {SINGLE_FACE_MARGIN:g}"
-                            f"{MARGIN_NOTES[SINGLE_FACE_MARGIN]})")
+    audit.add_argument("--margin", type=finite_float, help=PICTURE_MARGIN_HELP)
+    audit.add_argument("--numbers-at", choices=("benchmark", "boundary"), default="benchmark", help=NUMBERS_AT_HELP)
     audit.add_argument("--seed", type=int)
     audit.add_argument("--json", help="write the whole audit here")
     audit.set_defaults(run=command_audit)
@@ -827,9 +863,8 @@ def build_parser() -> argparse.ArgumentParser:
     scan.add_argument("--counterfactual-method", choices=COUNTERFACTUAL_METHODS, help=METHOD_HELP)
     add_denoised_options(scan)
     scan.add_argument("--finish-steps", type=int, help="walks: most editing steps (default 120)")
-    scan.add_argument("--margin", type=finite_float,
-                      help=f"logits past the boundary each recourse is pushed (default {SINGLE_FACE_MARGIN:g}"
-                           f"{MARGIN_NOTES[SINGLE_FACE_MARGIN]})")
+    scan.add_argument("--margin", type=finite_float, help=PICTURE_MARGIN_HELP)
+    scan.add_argument("--numbers-at", choices=("benchmark", "boundary"), default="benchmark", help=NUMBERS_AT_HELP)
     scan.add_argument("--seed", type=int)
     scan.add_argument("--json", help="write the ranking here")
     scan.set_defaults(run=command_scan)

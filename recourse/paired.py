@@ -26,7 +26,7 @@ from recourse.data import attribute_index
 from recourse.generation import CounterfactualConfig, CounterfactualResult, FaceGenerator, generate
 from recourse.metrics import (
     ImageRecourse, both_valid, decisions, direction_cosines, directional_similarity, false_acceptance,
-    image_recourse, logit_gap, recourse_gap, success_rate, validity, validity_drop,
+    image_recourse, logit_gap, recourse_cost, recourse_gap, success_rate, validity, validity_drop,
 )
 from recourse.progress import StageCheck, no_check
 
@@ -151,6 +151,7 @@ class StudentRecourse:
     partial_on_teacher: torch.Tensor  # the decider's logits of a at x + α(x'_f − x), (N, len(PARTIAL_FRACTIONS))
     logit_on_own: torch.Tensor  # the decider's logit of a at x'_g
     twin_probability_after: torch.Tensor  # the twin's p_a(x'_g)
+    edits: torch.Tensor | None = None  # the whole edits x'_g was stopped on (recourse.recourse_path)
 
 
 def own_recourse(images: torch.Tensor, attribute: str, targets: int | torch.Tensor, student: Student,
@@ -185,7 +186,7 @@ def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor
         cost=own.cost,
         cosine=direction_cosines(teacher_counterfactuals - images, own.images - images),
         logit_on_teacher=on_teacher, partial_on_teacher=partial, logit_on_own=on_own,
-        twin_probability_after=own.probability_after,
+        twin_probability_after=own.probability_after, edits=own.edits,
     )
 
 
@@ -224,3 +225,38 @@ def paired_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor,
     return PairedRecourse(teacher_result, student_result,
                           columns(teacher_result.valid, teacher_result.cost, teacher_logit, teacher_partial, targets,
                                   student_result))
+
+
+@torch.no_grad()
+def stop_on_paths(images: torch.Tensor, edits: torch.Tensor, decider: nn.Module, attribute: str,
+                  targets: torch.Tensor, margin: float) -> torch.Tensor:
+    """Each task's first point on its straight path ``x → x̃`` (``edits``: the whole edits before
+    their stop) where ``decider`` is past ``margin``, or ``x̃`` where it never is: the stop of
+    :mod:`recourse.generation.denoised` read at another margin of the same edit."""
+    from recourse.generation.denoised import smallest_step
+
+    index = attribute_index(attribute)
+    signs = 2 * torch.as_tensor(targets).float() - 1
+    return torch.cat([smallest_step(images[i:i + 1], edits[i:i + 1], decider, index, signs[i:i + 1], margin)
+                      for i in range(len(images))])
+
+
+@torch.no_grad()
+def columns_of(images: torch.Tensor, attribute: str, targets: torch.Tensor, teacher: nn.Module, student: Student,
+               teacher_counterfactuals: torch.Tensor, student_counterfactuals: torch.Tensor) -> RecourseColumns:
+    """The per-task columns of two given sets of counterfactuals (``x'_f``, ``x'_g``), each
+    model's decisions by its deciding kernels: the same definitions as :func:`paired_recourse`."""
+    index = attribute_index(attribute)
+    targets = torch.as_tensor(targets).long()
+    teacher_logit, teacher_partial = boundary_logits(teacher, images, teacher_counterfactuals, attribute)
+    on_teacher, student_partial = boundary_logits(student.decider, images, teacher_counterfactuals, attribute)
+    on_own = student.decider(student_counterfactuals)[:, index]
+    return RecourseColumns(
+        target=targets, teacher_valid=validity(decisions(teacher_logit), targets).bool(),
+        student_accepts_teacher=validity(decisions(on_teacher), targets).bool(),
+        student_valid=validity(decisions(on_own), targets).bool(),
+        teacher_cost=recourse_cost(images, teacher_counterfactuals).double(),
+        student_cost=recourse_cost(images, student_counterfactuals).double(),
+        cosine=direction_cosines(teacher_counterfactuals - images, student_counterfactuals - images).double(),
+        teacher_logit=teacher_logit.double(), student_logit=on_teacher.double(),
+        teacher_partial=teacher_partial.double(), student_partial=student_partial.double())

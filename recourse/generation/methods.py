@@ -9,8 +9,9 @@ entry point that every caller uses (as ``quantize`` is for the compression metho
   directions agree by construction).
 
 A method takes ``(images, model, index, sign, config, generator, seeds, decider)`` and
-returns the counterfactual images; :func:`generate` does what all of them share — checks,
-seeds, probabilities, validity and cost.
+returns the counterfactual images, or ``(counterfactuals, edits)`` where it stops on the
+straight path to a whole edit; :func:`generate` does what all of them share — checks, seeds,
+probabilities, validity and cost.
 """
 
 from __future__ import annotations
@@ -118,9 +119,10 @@ def generate(
     with torch.no_grad():
         probability_before = torch.sigmoid(deciding(images)[:, index])
     try:
-        counterfactuals = METHODS[config.method](images, model, index, sign, config, generator, seeds, decider)
+        made = METHODS[config.method](images, model, index, sign, config, generator, seeds, decider)
     finally:
         model.train(was_training)
+    counterfactuals, edits = made if isinstance(made, tuple) else (made, made)
     with torch.no_grad():
         logits_after = deciding(counterfactuals)[:, index]
     return CounterfactualResult(
@@ -128,5 +130,5 @@ def generate(
         probability_before=probability_before, probability_after=torch.sigmoid(logits_after),
         valid=validity(decisions(logits_after), target.long()),
         cost=recourse_cost(images, counterfactuals),
-        seeds=seeds, config=config, seconds=time.perf_counter() - started,
+        seeds=seeds, config=config, seconds=time.perf_counter() - started, edits=edits,
     )

@@ -13,7 +13,9 @@ import json
 
 from recourse.audit import AuditResult, JudgeView, Predictions, judge_says, on_boundary
 from recourse.data import ATTRIBUTES
+from recourse.recourse_path import divergence_sentence
 from recourse.render.methods import method_summary
+from recourse.render.path_plot import path_svg
 from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, display_pictures, png_data_uri
 
 # (key, title, one-line meaning): the value cards, in order; the README repeats these lines.
@@ -269,6 +271,28 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
             f'0 = the smallest change that flips the decision).</p>')
 
 
+def stops_summary(result: AuditResult) -> str:
+    """Where the picture and the numbers were read, in words."""
+    stops = result.settings.stops
+    if stops is None:
+        return f"margin {result.settings.counterfactual.margin:g}"
+    numbers = (f"the benchmark's validated margin {stops.benchmark:g}" if stops.numbers_at == "benchmark"
+               else "the boundary (margin 0)")
+    return (f"pictures at the visible stop, margin {stops.visible:g} ({stops.visible_source}); per-image numbers "
+            f"at {numbers}; each edit aimed past {result.settings.edit_config.margin:g}")
+
+
+def paths_html(result: AuditResult) -> str:
+    """Both recourse paths: each model's edit with both models' logits along it."""
+    if not result.paths:
+        return ""
+    name = result.predictions.variant
+    blocks = "".join(f'<figure style="display:inline-block;margin:4px;vertical-align:top;max-width:400px">'
+                     f'{path_svg(path, name)}<figcaption style="font-size:12px">{html.escape(divergence_sentence(path, name))}'
+                     f'</figcaption></figure>' for path in result.paths)
+    return f'<h2>The recourse paths</h2><div class="recourse-paths">{blocks}</div>'
+
+
 def report_html(result: AuditResult, source: str = "") -> str:
     """The whole audit on one self-contained page."""
     p = result.predictions
@@ -284,7 +308,7 @@ def report_html(result: AuditResult, source: str = "") -> str:
 <body style="font-family:sans-serif;max-width:1100px;margin:auto">
 <h1>Recourse audit</h1>
 <p>Variant <b>{html.escape(p.variant)}</b> against the full-precision classifier; attribute <b>{html.escape(p.attribute)}</b>,
-target {target}; seed {result.seed}; method {html.escape(method_summary(result.settings.counterfactual))}; margin {result.settings.counterfactual.margin:g}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
+target {target}; seed {result.seed}; method {html.escape(method_summary(result.settings.counterfactual))}; {html.escape(stops_summary(result))}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
 Metric definitions: docs/metrics.md in the recourse-audit repository.</p>
 <h2>Verdict</h2><p style="font-size:18px">{html.escape(result.verdict)}</p>
 {value_cards(result)}
@@ -293,6 +317,7 @@ Metric definitions: docs/metrics.md in the recourse-audit repository.</p>
 {figure("student_counterfactual", "compressed recourse x'_g")}<br>
 {figure("teacher_difference", "x'_f - x (red brighter, blue darker)")}{figure("student_difference", "x'_g - x")}
 {evidence_table(result, p.variant)}
+{paths_html(result)}
 <h2>Attributions</h2>
 {figure("integrated-gradients_teacher", "IntegratedGradients, full precision")}{figure("integrated-gradients_student", "IntegratedGradients, fake-quantized twin")}
 {figure("occlusion_teacher", "Occlusion, full precision")}{figure("occlusion_student", f"Occlusion, {result.student_model} model")}
