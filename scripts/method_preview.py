@@ -24,6 +24,7 @@ from pathlib import Path
 import torch
 
 from recourse.checkpoints import load_classifier
+from recourse.cli import on_off
 from recourse.data import attribute_index, load_split, to_float_images
 from recourse.generation import CounterfactualConfig, default_generator, load_generator
 from recourse.instruments.identity import face_descriptor, identity_result
@@ -42,7 +43,7 @@ def parse_settings(pairs: list[str]) -> dict:
     for pair in pairs:
         name, _, value = pair.partition("=")
         kind = types[name] if isinstance(types[name], type) else eval(types[name])  # noqa: S307 (our own annotations)
-        values[name] = kind(value)
+        values[name] = on_off(value) if kind is bool else kind(value)  # bool("off") would be True
     return values
 
 

@@ -16,6 +16,14 @@ For one face ``x`` and the audited model ``M`` on its own:
    colour speckle) cancels, and the face outside the mask is exactly the original. With
    ``"inpaint"``, ``D``'s own image fills the mask, re-drawn RePaint-style from
    ``inpaint_sigma`` down with the original put back outside it at each level's noise.
+   With ``region_mask``, the edit is confined to the attribute's face region
+   (:mod:`recourse.generation.regions`: the mouth for Smiling, the eyes and brows for
+   Eyeglasses, ...): ``δ`` is multiplied by the region while it is optimised, so ``M``'s
+   gradient acts there only, and the output mask is the change mask times the region, so the
+   face outside it is exactly the original. With ``adaptive_share`` < 1 the region is first cut
+   to that share of its pixels where ``M``'s own input gradient at ``x`` is largest (MaskDiME's
+   adaptive mask). The region is the face's; the edit, and the gradient that cuts it, are each
+   model's.
 3. **The smallest step that counts.** On the straight path from ``x`` to that image, the
    first point where the deciding model (a compressed model's integer kernels, or ``M``) is
    past ``margin``, found by bisection; where even the whole edit is not, the whole edit.
@@ -37,8 +45,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from recourse.data import ATTRIBUTES
 from recourse.generation.face_denoiser import FaceDenoiser
 from recourse.generation.guidance import STOP_HALVINGS, _halve, past_margin
+from recourse.generation.regions import adaptive_mask, region_mask
 
 
 def _noise(seed: int, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
@@ -123,9 +133,32 @@ def _denoised_change(denoiser: FaceDenoiser, image: torch.Tensor, edit: torch.Te
     return denoiser((image + edit).clamp(0, 1) + sigma / 2 * noise, sigma) - reference
 
 
+def input_gradient(image: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor) -> torch.Tensor:
+    """The gradient of ``sign · logit`` of attribute ``index`` with respect to the input at
+    ``image`` ``(B, 3, H, W)``: one backward pass of the model."""
+    with torch.enable_grad():
+        x = image.detach().clone().requires_grad_(True)
+        (gradient,) = torch.autograd.grad((sign * model(x)[:, index]).sum(), x)
+    return gradient
+
+
+def edit_region(image: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config) -> torch.Tensor | None:
+    """``(B, 1, H, W)`` in [0, 1]: where ``model`` may edit ``image`` for attribute ``index``
+    (its face region with ``region_mask``, cut to ``adaptive_share`` of it by the model's own
+    gradient); None where the whole frame may change."""
+    if not config.region_mask and config.adaptive_share >= 1:
+        return None
+    region = (region_mask(image, ATTRIBUTES[index]).mask if config.region_mask
+              else torch.ones_like(image[:, :1]))
+    if config.adaptive_share < 1:
+        region = adaptive_mask(region, input_gradient(image, model, index, sign), config.adaptive_share)
+    return region
+
+
 def denoised_edit(image: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
                   denoiser: FaceDenoiser, seed: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Stages 1–2 for one image ``(1, 3, H, W)``: the edited image and its mask."""
+    region = edit_region(image, model, index, sign, config)
     others = torch.ones(40, dtype=torch.bool)
     others[index] = False
     with torch.no_grad():
@@ -138,7 +171,8 @@ def denoised_edit(image: torch.Tensor, model: nn.Module, index: int, sign: torch
     optimizer = torch.optim.Adam([coarse], lr=config.edit_learning_rate)
 
     def upsampled() -> torch.Tensor:
-        return F.interpolate(coarse, size=image.shape[-2:], mode="bilinear", align_corners=False)
+        edit = F.interpolate(coarse, size=image.shape[-2:], mode="bilinear", align_corners=False)
+        return edit if region is None else region * edit
 
     for step in range(config.edit_steps):
         if difference:
@@ -160,13 +194,17 @@ def denoised_edit(image: torch.Tensor, model: nn.Module, index: int, sign: torch
             draws = [_denoised_change(denoiser, image, upsampled(), seed, config.edit_steps + k, config.sigma)
                      for k in range(config.output_draws)]
             change = torch.stack(draws).mean(dim=0)
-            mask = change_mask(image + change, image, config.mask_threshold, config.mask_dilation)
+            mask = _within(change_mask(image + change, image, config.mask_threshold, config.mask_dilation), region)
             return (image + mask * change).clamp(0, 1), mask
         noise = _noise(seed, config.edit_steps, tuple(image.shape))
         edited = denoiser((image + upsampled()).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
         reference = denoiser(image + sigma01 * noise, config.sigma).clamp(0, 1)
-    mask = change_mask(edited, reference, config.mask_threshold, config.mask_dilation)
+    mask = _within(change_mask(edited, reference, config.mask_threshold, config.mask_dilation), region)
     return inpaint(denoiser, edited, image, mask, config.inpaint_sigma, config.inpaint_steps, seed), mask
+
+
+def _within(mask: torch.Tensor, region: torch.Tensor | None) -> torch.Tensor:
+    return mask if region is None else mask * region
 
 
 @torch.no_grad()
@@ -188,15 +226,17 @@ def smallest_step(image: torch.Tensor, edited: torch.Tensor, decider: nn.Module,
 
 def denoised_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
                              denoiser: FaceDenoiser, seeds: tuple[int, ...],
-                             decider: nn.Module | None = None) -> torch.Tensor:
-    """Counterfactuals ``(B, 3, H, W)`` of ``images`` in [0, 1], one image at a time."""
+                             decider: nn.Module | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counterfactuals ``(B, 3, H, W)`` of ``images`` in [0, 1] and the whole edits they were
+    stopped on, one image at a time."""
     if images.shape[-1] != denoiser.config.resolution:
         raise ValueError(f"the face denoiser works at {denoiser.config.resolution} px, got {images.shape[-1]} px images")
     denoiser.eval()
-    results = []
+    results, edits = [], []
     for i in range(len(images)):
         image = images[i:i + 1].clone()
         edited, _ = denoised_edit(image, model, index, sign[i:i + 1], config, denoiser, seeds[i])
         results.append(smallest_step(image, edited, decider if decider is not None else model, index,
                                      sign[i:i + 1], config.margin))
-    return torch.cat(results)
+        edits.append(edited)
+    return torch.cat(results), torch.cat(edits)

@@ -92,6 +92,13 @@ class CounterfactualConfig:
     # cannot draw cancels; "inpaint": D's image itself inside the mask, re-drawn by RePaint
     denoised_output: str = "difference"
     output_draws: int = 4  # noise draws the final change is averaged over ("difference")
+    # Confine each model's edit to its attribute's face region (recourse.generation.regions:
+    # mouth, eyes, hair, ...; from the face's landmarks): the edit is made there only and the
+    # face outside it stays the original. Off until measured on validation.
+    region_mask: bool = False
+    # Cut the edited region (the whole frame without region_mask) to this share of its pixels
+    # where the model's own input gradient is largest (MaskDiME's adaptive mask); 1: no cut
+    adaptive_share: float = 1.0
 
     def __post_init__(self) -> None:
         # Bounds far past any useful setting, so that a typo or a hostile request cannot buy
@@ -117,6 +124,9 @@ class CounterfactualConfig:
         check_float("inpaint_sigma", self.inpaint_sigma, 0.001, 10.0)
         check_int("inpaint_steps", self.inpaint_steps, 0, MAX_STEPS)
         check_int("output_draws", self.output_draws, 1, 64)
+        if not isinstance(self.region_mask, bool):
+            raise ValueError(f"region_mask must be True or False, got {self.region_mask!r}")
+        check_float("adaptive_share", self.adaptive_share, 0.0, 1.0, low_open=True)
         if self.denoised_output not in DENOISED_OUTPUTS:
             raise ValueError(f"denoised_output must be one of {', '.join(DENOISED_OUTPUTS)}, "
                              f"got {self.denoised_output!r}")
@@ -143,6 +153,10 @@ class CounterfactualResult:
     seeds: tuple[int, ...]
     config: CounterfactualConfig
     seconds: float
+    # The whole edits before their stop, (B, 3, H, W): each counterfactual lies on the straight
+    # path from its original to its edit (recourse.recourse_path). The walks stop at their last
+    # step: their edit is the counterfactual itself.
+    edits: torch.Tensor | None = None
 
     def to_dict(self) -> dict:
         return {
