@@ -22,6 +22,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 
 from recourse.paths import assets_dir
+from recourse.validation import check_float
 
 VAL_SWEEP = "results/val-sweep-denoised.json"  # the benchmark's margin, chosen on validation
 VISIBLE_STOP = "results/visible-stop-val.json"  # the visible stop, chosen on validation
@@ -29,6 +30,7 @@ VISIBLE_STOP = "results/visible-stop-val.json"  # the visible stop, chosen on va
 # for the picture and the boundary for the numbers, each said where it is shown.
 FALLBACK_VISIBLE = 10.0
 NUMBERS_AT = ("benchmark", "boundary")
+MAX_STOP = 50.0  # logits, as the generator's MAX_MARGIN: a sigmoid is 1 - 2e-22 there
 
 
 @dataclass(frozen=True)
@@ -109,6 +111,8 @@ def stops_for(picture_margin: float | None = None, numbers_at: str = "benchmark"
     """The committed stops with the picture moved to ``picture_margin`` (a user's choice; the
     edit then aims at least that far) and the numbers read at ``numbers_at``."""
     base = base or committed_stops()
+    if picture_margin is not None:
+        check_float("margin", picture_margin, 0.0, MAX_STOP)
     visible = base.visible if picture_margin is None else float(picture_margin)
     return AuditStops(benchmark=base.benchmark, visible=visible, edit=max(base.edit, visible),
                       numbers_at=numbers_at, boundary=base.boundary, benchmark_source=base.benchmark_source,
