@@ -1,11 +1,12 @@
 """Contact sheets of what the generator does, on faces that are not from the dataset.
 
 For each of the eight judged attributes, one sheet (``docs/contact-sheets/<attribute>.png``):
-a row per gallery face (faces sampled from the project's generator, and Grace Hopper's
-public-domain portrait shipped in the matplotlib wheel), with the original, the
-full-precision classifier's counterfactual, a 4-bit variant's counterfactual (same
-settings), and both differences. The caption gives each model's p before → after, and the
-robust judge's p on the face and on both counterfactuals (it scores, it never guides).
+a row per gallery face (public-domain portraits, ``assets/gallery/SOURCES.md``), with the
+original, the full-precision classifier's counterfactual, a 4-bit variant's counterfactual
+(same settings), and both differences, each shown where the app shows it: at the visible stop
+of the model's whole edit (``recourse.stops``). The caption gives each model's p before →
+after, and the robust judge's p on the face and on both counterfactuals (it scores, it never
+guides).
 
     python -m scripts.contact_sheets [--variant ptq-int4]
 """
@@ -13,6 +14,7 @@ robust judge's p on the face and on both counterfactuals (it scores, it never gu
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -22,8 +24,9 @@ from PIL import Image, ImageDraw
 from recourse.data import QUALITY_ATTRIBUTES, attribute_index
 from recourse.generation import CounterfactualConfig, default_generator, generate
 from recourse.models import load_judge, load_student, load_teacher
-from recourse.paired import flip_targets
+from recourse.paired import flip_targets, stop_on_paths
 from recourse.render.pictures import difference_map, enlarge, to_pil
+from recourse.stops import committed_stops
 
 ROOT = Path(__file__).resolve().parents[1]
 GALLERY = ROOT / "assets" / "gallery"
@@ -37,14 +40,26 @@ def gallery_faces() -> tuple[list[str], torch.Tensor]:
     return [p.stem for p in paths], torch.as_tensor(np.stack(images)).permute(0, 3, 1, 2).float() / 255
 
 
+def _shown_at(result, faces: torch.Tensor, decider, attribute: str, targets: torch.Tensor, margin: float):
+    """``result`` with its images moved to the stop at ``margin`` on each whole edit."""
+    images = stop_on_paths(faces, result.edits, decider, attribute, targets, margin)
+    with torch.no_grad():
+        after = torch.sigmoid(decider(images)[:, attribute_index(attribute)])
+    return replace(result, images=images, probability_after=after, cost=(images - faces).abs().mean(dim=(1, 2, 3)))
+
+
 def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str,
           config: CounterfactualConfig = CounterfactualConfig()) -> Image.Image:
     teacher, student, generator = load_teacher().eval(), load_student(variant), default_generator()
     targets = flip_targets(teacher, faces, attribute)
+    stops = committed_stops()
+    config = replace(config, margin=max(config.margin, stops.edit))
     full = generate(faces, teacher, attribute, targets, config, generator)
     # the twin guides, the integer model decides where the student's edit stops (as in an audit)
     decider = student.decider if student.kind == "integer" else None
     quantized = generate(faces, student.twin, attribute, targets, config, generator, decider=decider)
+    full = _shown_at(full, faces, teacher, attribute, targets, stops.visible)
+    quantized = _shown_at(quantized, faces, student.decider, attribute, targets, stops.visible)
     judge = load_judge()  # scores only: whether a robust model sees the attribute change
     with torch.no_grad():
         judged = {name: torch.sigmoid(judge(images))[:, attribute_index(attribute)]
@@ -55,8 +70,9 @@ def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str,
     picture = Image.new("RGB", (width, 24 + len(names) * (PANEL + caption)), "white")
     draw = ImageDraw.Draw(picture)
     how = f"cone {config.cone_degrees:g} deg" if config.method == "pca-walk-cone" else f"sigma {config.sigma:g}"
-    draw.text((4, 6), f"{attribute}: target = flip the full-precision decision; {config.method}, {config.margin:g} logits "
-                      f"past the boundary, {how}", fill="black")
+    draw.text((4, 6), f"{attribute}: target = flip the full-precision decision; {config.method}, shown at the visible stop "
+                      f"({stops.visible:g} logits past the boundary) of edits aimed past {config.margin:g}, {how}",
+              fill="black")
     for row, name in enumerate(names):
         top = 24 + row * (PANEL + caption)
         panels = (to_pil(faces[row]), to_pil(full.images[row]), to_pil(quantized.images[row]),

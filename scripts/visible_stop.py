@@ -69,6 +69,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--edit-margin", type=float, help="the margin the edit aims at (default: the largest stop)")
     parser.add_argument("--region-mask", action="store_true", help="confine each edit to its attribute's region")
     parser.add_argument("--adaptive-share", type=float, default=1.0, help="MaskDiME's adaptive cut of the region")
+    parser.add_argument("--edit-steps", type=int, help="the edit's optimiser steps (default: the generator's)")
+    parser.add_argument("--edit-learning-rate", type=float, help="the edit's Adam step (default: the generator's)")
     parser.add_argument("--generator", default=str(generator_dir()))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", required=True)
@@ -78,7 +80,9 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     stops = sorted(args.stops)
     config = replace(CounterfactualConfig(), margin=args.edit_margin if args.edit_margin is not None else max(stops),
-                     region_mask=args.region_mask, adaptive_share=args.adaptive_share)
+                     region_mask=args.region_mask, adaptive_share=args.adaptive_share,
+                     **{name: getattr(args, name) for name in ("edit_steps", "edit_learning_rate")
+                        if getattr(args, name) is not None})
     classifier, oracle = load_classifier(teacher_dir()).eval(), load_classifier(oracle_dir()).eval()
     generator = load_generator(args.generator)
     faces = load_split(args.data, args.split, classifier.config.resolution, cache_dir=".cache").images[:args.n]

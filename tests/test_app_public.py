@@ -95,7 +95,7 @@ def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduc
 
 
 def test_exports_survive_concurrent_audits_and_old_ones_are_pruned(tmp_path, monkeypatch):
-    import app
+    from recourse.ui import storage as app  # the exports, their lock and their pruning
 
     monkeypatch.setattr(app, "EXPORTS", tmp_path / "exports")
     old = tmp_path / "exports" / "audit-old"

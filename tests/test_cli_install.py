@@ -13,7 +13,7 @@ from types import SimpleNamespace
 import pytest
 from packaging.requirements import Requirement
 
-from recourse.cli import SINGLE_FACE_MARGIN, build_parser, main
+from recourse.cli import build_parser, main
 from tests.conftest import build_home, make_generator, random_faces, tiny_classifier
 from tests.test_cli import portrait
 
@@ -83,17 +83,26 @@ def test_help_imports_no_heavy_module():
     assert done.stdout.strip() == "[]"
 
 
-def test_single_face_commands_and_the_app_share_one_default_margin():
-    from recourse.audit import AuditSettings, minimal_recourse
+def test_single_face_commands_and_the_app_share_one_default_stop():
+    """The picture at the visible stop and the numbers at the benchmark's margin, both read
+    from the committed files, for audit, counterfactual, scan and the app alike."""
+    from recourse.cli import _single_face_settings
+    from recourse.stops import committed_stops
 
-    assert SINGLE_FACE_MARGIN == minimal_recourse().margin == AuditSettings().counterfactual.margin == 0
     parser = build_parser()
-    for command in ("audit", "counterfactual"):
+    for command in ("audit", "counterfactual", "scan"):
         sub = parser._subparsers._group_actions[0].choices[command]
         margin = next(a for a in sub._actions if a.dest == "margin")
-        assert margin.default is None and "default 0: the minimal recourse" in margin.help, command
-    app_source = (ROOT / "app.py").read_text()
-    assert "DEFAULTS = minimal_recourse()" in app_source and "value=DEFAULTS.margin" in app_source
+        assert margin.default is None and "the visible stop chosen on validation" in margin.help, command
+    settings = _single_face_settings(parser.parse_args(["audit", "x.jpg", "--variant", "ptq-int8", "--attribute",
+                                                        "Smiling"]))
+    assert settings.stops == committed_stops() and settings.stops.numbers_at == "benchmark"
+    moved = _single_face_settings(parser.parse_args(["audit", "x.jpg", "--variant", "ptq-int8", "--attribute",
+                                                     "Smiling", "--margin", "4", "--numbers-at", "boundary"]))
+    assert moved.stops.visible == 4 and moved.stops.numbers == 0
+    sources = (ROOT / "app.py", *sorted((ROOT / "recourse" / "ui").glob("*.py")))  # the app and its parts
+    app_source = "".join(path.read_text() for path in sources)
+    assert "product_settings(" in app_source and "committed_stops()" in app_source
 
 
 def test_the_help_names_the_generators_own_defaults():

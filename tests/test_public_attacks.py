@@ -521,11 +521,12 @@ def test_the_public_budget_holds_for_settings_and_scans(monkeypatch):
 
     import app
     from recourse.generation import CounterfactualConfig
+    from recourse.ui import limits
 
-    monkeypatch.setattr(app, "MAX_STEPS", 120)
-    monkeypatch.setattr(app, "MAX_MARGIN", 3.0)
-    monkeypatch.setattr(app, "MIN_CONE", 10.0)
-    monkeypatch.setattr(app, "MAX_SCAN_WORK", 1920)
+    monkeypatch.setattr(limits, "MAX_STEPS", 120)
+    monkeypatch.setattr(limits, "MAX_MARGIN", 3.0)
+    monkeypatch.setattr(limits, "MIN_CONE", 10.0)
+    monkeypatch.setattr(limits, "MAX_SCAN_WORK", 1920)
     assert app.settings_from(120, 10, 0, 3.0).counterfactual.finish_steps == 120
     for settings in ((400, 40, 0, 0), (120, 0, 0, 0), (120, 40, 0, 10), (20.5, 40, 0, 0), (20, 40, 0.5, 0)):
         with pytest.raises(gr.Error):
@@ -545,9 +546,10 @@ def test_the_public_budget_holds_for_the_denoised_methods_settings(monkeypatch):
 
     import app
     from recourse.generation import CounterfactualConfig
+    from recourse.ui import limits
 
-    monkeypatch.setattr(app, "MAX_EDIT_STEPS", 48)
-    monkeypatch.setattr(app, "MAX_SCAN_EDIT_WORK", 384)
+    monkeypatch.setattr(limits, "MAX_EDIT_STEPS", 48)
+    monkeypatch.setattr(limits, "MAX_SCAN_EDIT_WORK", 384)
     config = app.settings_from(20, 40, 0, 0.0, "denoised", 48, 1.0).counterfactual
     assert (config.method, config.edit_steps, config.sigma) == ("denoised", 48, 1.0)
     for edit_steps, sigma in ((49, 0.4), (0, 0.4), (24.5, 0.4), (True, 0.4), (24, 0.0), (24, 1.5), (24, float("nan")),
@@ -583,8 +585,9 @@ def test_an_audit_past_its_wall_time_stops_after_the_stage(monkeypatch):
     import gradio as gr
 
     import app
+    from recourse.ui import limits
 
-    monkeypatch.setattr(app, "AUDIT_SECONDS", 0.0)
+    monkeypatch.setattr(limits, "AUDIT_SECONDS", 0.0)
     with pytest.raises(gr.Error, match="ran past this app's limit"):
         list(app.run_audit(None, np.full((64, 64, 3), 128, np.uint8), "ptq-int8", "Smiling", TARGET, 20, 40, 0, 0.0,
                            progress=lambda *a, **k: None))
@@ -604,19 +607,21 @@ def test_an_audit_yields_after_every_stage_so_a_gone_caller_stops_it():
 
 def test_a_listed_scan_folder_is_named_not_located(monkeypatch, tmp_path):
     import app
+    from recourse.ui import limits
 
     root = tmp_path / "private" / "faces"
-    monkeypatch.setattr(app, "SCAN_ROOTS", {"faces": root})
+    monkeypatch.setattr(limits, "SCAN_ROOTS", {"faces": root})
     message = app._public(ValueError(f"{root / 'test'}: no images found"))
     assert str(tmp_path) not in message and message.startswith("faces")
 
 
 def test_public_records_leave_out_the_library_versions(monkeypatch):
     import app
+    from recourse.ui import limits
 
-    monkeypatch.setattr(app, "PUBLIC", True)
+    monkeypatch.setattr(limits, "PUBLIC", True)
     assert "versions" not in app._shareable({"versions": {"torch": "2"}, "recourse": {}})
-    monkeypatch.setattr(app, "PUBLIC", False)
+    monkeypatch.setattr(limits, "PUBLIC", False)
     assert "versions" in app._shareable({"versions": {"torch": "2"}})
 
 
@@ -627,14 +632,15 @@ def test_the_public_html_report_carries_no_library_versions(monkeypatch, tmp_pat
 
     import app
     from recourse.audit import audit_image
+    from recourse.ui import limits, storage
 
     face = app.framed_tensor(np.asarray(Image.open(app.gallery_faces()[0][0]).convert("RGB")))
     settings = app.settings_from(20, 40, 0, 0.0, "denoised", 2, 1.0)
     result = audit_image(face, "ptq-int8", "Smiling", settings=settings)
     result = replace(result, versions={"torch": "VERSION-MARK-1", "gradio": "VERSION-MARK-2"})
-    monkeypatch.setattr(app, "EXPORTS", tmp_path / "exports")
+    monkeypatch.setattr(storage, "EXPORTS", tmp_path / "exports")
     for public in (True, False):
-        monkeypatch.setattr(app, "PUBLIC", public)
+        monkeypatch.setattr(limits, "PUBLIC", public)
         json_file, html_file = app._export(result, "face")
         shown = Path(html_file).read_text() + Path(json_file).read_text()
         assert ("VERSION-MARK" in shown) is not public

@@ -1,0 +1,294 @@
+"""The Audit tab: a gallery or uploaded face, a variant, an attribute and a target; the audit
+yields the predictions first, then the recourse of both models, their evidence, attributions
+and downloads (``AuditTab.run_audit``)."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import gradio as gr
+import numpy as np
+import torch
+from gradio_client import handle_file
+from PIL import Image
+
+from recourse.audit import audit_steps
+from recourse.data import ATTRIBUTES, to_float_images
+from recourse.inputs import Choice, UploadedImage, WholeNumber
+from recourse.memory import give_back
+from recourse.models import VARIANTS, variant_bits, variant_status
+from recourse.paths import assets_dir, variants_dir
+from recourse.render.audit_html import attribution_table, evidence_table, predictions_chart, value_cards
+from recourse.render.methods import CONTROL_LABELS, METHOD_CHOICES, METHOD_CONTROLS, METHOD_NOTES, method_summary
+from recourse.render.pictures import display_pictures, enlarge, to_pil
+from recourse.ui import limits
+from recourse.ui.errors import EXPECTED_ERRORS, unexpected, without_paths
+from recourse.ui.settings import DEFAULTS, deadline, method_from, settings_from
+from recourse.ui.storage import export, shareable
+from recourse.ui.texts import BUDGET_NOTE, GALLERY_LABEL, GLOSSARY
+from recourse.ui.your_models import YourModels, black_box_passes, build_your_models, card_pair
+
+GALLERY = assets_dir() / "gallery"
+EXAMPLE_PHOTO = assets_dir() / "examples" / "grace-hopper.jpg"
+TARGETS = {"flip the full-precision decision": None, "1 (attribute present)": 1, "0 (attribute absent)": 0}
+
+
+def gallery_faces() -> list[tuple[str, str]]:
+    """``(png path, caption)`` of every gallery face; captions come from the provenance files."""
+    faces_ = []
+    for png in sorted(GALLERY.glob("*.png")):
+        provenance = json.loads(png.with_suffix(".json").read_text()) if png.with_suffix(".json").is_file() else {}
+        faces_.append((str(png), provenance.get("title", png.stem)))
+    return faces_
+
+
+def variant_choices() -> list[tuple[str, str]]:
+    """Every variant, grouped by its bits per weight and labelled with why it cannot be used
+    where it cannot (loads each once)."""
+    choices = []
+    for variant in VARIANTS:
+        status = variant_status(variant)
+        bits = variant_bits(variants_dir() / variant)
+        label = f"{bits}-bit · {variant}" if bits is not None else variant
+        choices.append((label if status is None else f"{label} ({status})", variant))
+    return choices
+
+
+def framed_tensor(pixels: np.ndarray) -> torch.Tensor:
+    """``uint8 (H, W, 3)`` → ``(3, H, W)`` in [0, 1]."""
+    return to_float_images(np.array(pixels, dtype=np.uint8).transpose(2, 0, 1).copy())
+
+
+def chosen_image(upload: str | None, selected: np.ndarray | None):
+    """An upload (a file path: aligned by the audit) wins over a gallery or ranked face
+    (already framed pixels)."""
+    if upload:
+        return Path(upload)
+    if selected is not None:
+        return framed_tensor(np.asarray(selected, dtype=np.uint8))
+    raise gr.Error("Choose a face from the gallery or upload a photo first.")
+
+
+def target_from(label: str):
+    if label not in TARGETS:
+        raise gr.Error(f"unknown target {str(label)[:40]!r}; choose one of: {', '.join(TARGETS)}")
+    return TARGETS[label]
+
+
+def method_controls(method: str):
+    """The method's own controls shown and the others hidden ("method" event): the note, then
+    the denoiser steps, σ, the walks' most editing steps and the cone."""
+    shown = METHOD_CONTROLS[method_from(method)]
+    fields = ("edit_steps", "sigma", "finish_steps", "cone_degrees")
+    return gr.update(value=METHOD_NOTES[method]), *(gr.update(visible=field in shown) for field in fields)
+
+
+def select_gallery_face(event: gr.SelectData):
+    path = gallery_faces()[event.index][0]
+    pixels = np.asarray(Image.open(path).convert("RGB"))
+    return pixels, None, enlarge(Image.fromarray(pixels), smooth=True)
+
+
+@dataclass(frozen=True, eq=False)
+class AuditTab:
+    """The Audit tab's components (build_audit_tab) and the events that fill its results."""
+
+    gallery: gr.Gallery
+    upload: UploadedImage
+    variant: Choice
+    attribute: Choice
+    target: Choice
+    margin: gr.Slider
+    run: gr.Button
+    method: Choice
+    method_note: gr.Markdown
+    edit_steps: gr.Slider
+    sigma: gr.Slider
+    steps: gr.Slider
+    guidance: gr.Slider
+    seed: WholeNumber
+    models: YourModels | None  # local mode only
+    status: gr.Markdown
+    verdict: gr.Markdown
+    original_view: gr.Image
+    teacher_cf: gr.Image
+    student_cf: gr.Image
+    evidence: gr.HTML
+    cards: gr.HTML
+    teacher_diff: gr.Image
+    student_diff: gr.Image
+    ig_teacher: gr.Image
+    ig_student: gr.Image
+    occ_teacher: gr.Image
+    occ_student: gr.Image
+    attributions: gr.HTML
+    chart: gr.HTML
+    export_json: gr.File
+    export_html: gr.File
+    raw: gr.JSON
+
+    @property
+    def result_outputs(self) -> list:
+        """What an audit fills, the aligned face aside (it shows the chosen face until then)."""
+        return [self.teacher_cf, self.teacher_diff, self.student_cf, self.student_diff, self.evidence, self.cards,
+                self.verdict, self.ig_teacher, self.ig_student, self.occ_teacher, self.occ_student, self.attributions,
+                self.raw, self.export_json, self.export_html, self.chart, self.status]
+
+    def clear_results(self):
+        """Every result output emptied, so that nothing of an earlier audit stays under a new one."""
+        return [None] * len(self.result_outputs)
+
+    def run_audit(self, upload, selected, variant, attribute, target, steps, guidance, seed, margin,
+                  method=DEFAULTS.method, edit_steps=DEFAULTS.edit_steps, sigma=DEFAULTS.sigma, model_card=None,
+                  variant_card=None, progress=gr.Progress()):
+        """The audit event: predictions are yielded first, then everything. ``model_card`` and
+        ``variant_card`` (local mode only): audit "Your models" instead of ``variant``."""
+        pair = card_pair(model_card, variant_card)  # first: a public app refuses card paths before anything
+        image = chosen_image(upload, selected)
+        settings = settings_from(steps, guidance, seed, margin, method, edit_steps, sigma)
+        wanted = target_from(target)
+        source = f"Uploaded photo {Path(upload).name}." if upload else "Gallery or ranked face."
+        models = {}
+        if pair is not None:
+            from recourse.foreign.pairs import require
+
+            try:
+                require(pair, attribute)
+            except ValueError as error:
+                raise gr.Error(str(error)) from None
+            variant, models = pair.name, {"teacher": pair.teacher, "student": pair.student}
+        passes = pair.black_box.forward_passes if pair is not None and pair.black_box is not None else 0
+        # checked after decoding, aligning, each counterfactual and each attribution
+        in_time = deadline(time.perf_counter(), limits.AUDIT_SECONDS, "audit",
+                           "lower the steps (Generator settings) or the margin")
+        try:
+            for step in audit_steps(image, variant, attribute, wanted, settings, **models, check=in_time):
+                progress(step.fraction, desc=step.stage)
+                in_time(step.stage)
+                p = step.predictions
+                if step.stage == "predictions":
+                    framed = to_pil(p.display if p.display is not None else p.aligned)
+                    yield {self.original_view: enlarge(framed, smooth=True),
+                           self.status: f"**Alignment:** {p.alignment} · generating recourse…",
+                           self.chart: predictions_chart(p, variant)}
+                elif step.result is None:
+                    # a yield after every stage: Gradio stops iterating here once the caller has gone
+                    yield {self.status: f"**Alignment:** {p.alignment} · {step.stage} done, working on…"}
+                else:
+                    result = step.result
+                    pictures = display_pictures(result)
+                    json_file, html_file = export(result, source)
+                    yield {
+                        self.original_view: pictures["aligned"], self.chart: predictions_chart(p, variant),
+                        self.teacher_cf: pictures["teacher_counterfactual"],
+                        self.teacher_diff: pictures["teacher_difference"],
+                        self.student_cf: pictures["student_counterfactual"],
+                        self.student_diff: pictures["student_difference"],
+                        self.evidence: evidence_table(result, variant), self.cards: value_cards(result),
+                        self.verdict: f"### {result.verdict}",
+                        self.ig_teacher: pictures["integrated-gradients_teacher"],
+                        self.ig_student: pictures["integrated-gradients_student"],
+                        self.occ_teacher: pictures["occlusion_teacher"],
+                        self.occ_student: pictures["occlusion_student"],
+                        self.attributions: attribution_table(result), self.raw: shareable(result.to_dict()),
+                        self.export_json: json_file, self.export_html: html_file,
+                        self.status: (f"**Alignment:** {p.alignment} · {method_summary(settings.counterfactual)} · "
+                                      f"margin {settings.counterfactual.margin:g} · "
+                                      f"audit took {result.seconds['total']:.2f} s{black_box_passes(pair, passes)}"),
+                    }
+        except gr.Error:
+            raise
+        except EXPECTED_ERRORS as error:
+            raise gr.Error(without_paths(error)) from None
+        except Exception as error:  # noqa: BLE001 — a public app answers every request
+            raise unexpected(error) from None
+        finally:
+            give_back()  # what the audit freed goes back to the system (recourse.memory)
+
+
+def build_audit_tab() -> AuditTab:
+    """The tab's contents: the choices on the left, the verdict and the faces on the right, the
+    rest folded below."""
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=2, min_width=300):
+            gallery = gr.Gallery(gallery_faces(), label=GALLERY_LABEL, columns=6, rows=1, height=150,
+                                 allow_preview=False, elem_id="gallery")
+            with gr.Row(equal_height=True):
+                upload = UploadedImage(label="…or upload a photo (the face is found and aligned)", type="filepath",
+                                       sources=["upload"], height=90, buttons=[], elem_id="upload", scale=3,
+                                       min_width=160)
+                with gr.Column(scale=1, min_width=90):
+                    gr.Examples([[str(EXAMPLE_PHOTO)]], inputs=[upload], label="Example")
+            with gr.Row():
+                variant = Choice(list(VARIANTS), value=VARIANTS[0], label="Compressed variant", min_width=140)
+                attribute = Choice(list(ATTRIBUTES), value="Smiling", label="Attribute", min_width=140)
+            with gr.Row():
+                target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
+                                min_width=400)  # a row of its own: its choices read whole
+                margin = gr.Slider(0, limits.MAX_MARGIN, value=DEFAULTS.margin, step=0.25, elem_id="margin",
+                                   min_width=400, label="Margin (logits; 0 = minimal recourse)")
+            # the button above the folded settings: it stays on a 1280×800 first screen
+            run = gr.Button("Audit", variant="primary", elem_id="run-audit")
+            with gr.Accordion("Generator settings", open=False):
+                # only the chosen method's controls are shown (method_controls)
+                used = METHOD_CONTROLS[DEFAULTS.method]
+                method = Choice(METHOD_CHOICES, value=DEFAULTS.method, label="Counterfactual method", elem_id="method")
+                method_note = gr.Markdown(METHOD_NOTES[DEFAULTS.method], elem_id="method-note")
+                edit_steps = gr.Slider(1, limits.MAX_EDIT_STEPS, value=DEFAULTS.edit_steps, step=1,
+                                       label=CONTROL_LABELS["edit_steps"], visible="edit_steps" in used)
+                sigma = gr.Slider(*limits.SIGMAS, value=DEFAULTS.sigma, step=0.02, label=CONTROL_LABELS["sigma"],
+                                  visible="sigma" in used)
+                steps = gr.Slider(10, limits.MAX_STEPS, value=DEFAULTS.finish_steps, step=10,
+                                  label=CONTROL_LABELS["finish_steps"], visible="finish_steps" in used)
+                guidance = gr.Slider(limits.MIN_CONE, 90, value=DEFAULTS.cone_degrees, step=1,
+                                     label=CONTROL_LABELS["cone_degrees"], visible="cone_degrees" in used)
+                seed = WholeNumber(value=DEFAULTS.seed, precision=0, minimum=0, maximum=2**31 - 1,
+                                   label=CONTROL_LABELS["seed"])
+                if limits.PUBLIC:
+                    gr.Markdown(BUDGET_NOTE, elem_id="budget")
+            models = None if limits.PUBLIC else build_your_models()
+        with gr.Column(scale=3, min_width=300):
+            status = gr.Markdown("Choose a face and press **Audit**.", label="Status", elem_id="status")
+            verdict = gr.Markdown(label="Verdict", elem_id="verdict")
+            with gr.Row(equal_height=True, elem_classes="faces"):
+                image_options = {"type": "pil", "format": "png", "interactive": False, "buttons": ["download"],
+                                 "min_width": 100}
+                # No download button on the three faces: at 390 px it covers their captions, and
+                # the audit's download below carries all three.
+                face_options = {**image_options, "buttons": []}
+                original_view = gr.Image(label="Face x", elem_id="aligned", **face_options)
+                teacher_cf = gr.Image(label="Full precision x'_f", elem_id="teacher-cf", **face_options)
+                student_cf = gr.Image(label="Compressed x'_g", elem_id="student-cf", **face_options)
+            evidence = gr.HTML(label="Probabilities before and after", elem_id="evidence")
+            cards = gr.HTML(label="Per-image values", elem_id="value-cards")
+    with gr.Accordion("Where each recourse changes the face", open=False):
+        with gr.Row():
+            teacher_diff = gr.Image(label="x'_f − x (red brighter, blue darker)", **image_options)
+            student_diff = gr.Image(label="x'_g − x (red brighter, blue darker)", **image_options)
+    with gr.Accordion("Attributions (Captum)", open=False):
+        with gr.Row():
+            ig_teacher = gr.Image(label="IntegratedGradients: full precision", **image_options)
+            ig_student = gr.Image(label="IntegratedGradients: fake-quantized twin", **image_options)
+            occ_teacher = gr.Image(label="Occlusion: full precision", **image_options)
+            occ_student = gr.Image(label="Occlusion: deployed compressed model", **image_options)
+        attributions = gr.HTML(label="Attribution agreement")
+    with gr.Accordion("Both models' predictions", open=False):
+        chart = gr.HTML(label="Predictions", elem_id="predictions")
+    with gr.Accordion("Download this audit (JSON, one-page HTML report)", open=False):  # no empty boxes
+        with gr.Row(elem_classes="downloads"):
+            export_json = gr.File(label="Audit as JSON", interactive=False)
+            export_html = gr.File(label="One-page report (HTML)", interactive=False)
+    with gr.Accordion("All values", open=False):
+        raw = gr.JSON(label="All values")
+    with gr.Accordion("Glossary", open=False):
+        gr.Markdown(GLOSSARY)
+    # The API page's example upload is a face, not gradio's default picture.
+    upload.example_payload = lambda: handle_file(str(EXAMPLE_PHOTO.relative_to(assets_dir().parent)))
+    upload.example_value = upload.example_payload
+    return AuditTab(gallery, upload, variant, attribute, target, margin, run, method, method_note, edit_steps, sigma,
+                    steps, guidance, seed, models, status, verdict, original_view, teacher_cf, student_cf, evidence,
+                    cards, teacher_diff, student_diff, ig_teacher, ig_student, occ_teacher, occ_student, attributions,
+                    chart, export_json, export_html, raw)

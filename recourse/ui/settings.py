@@ -1,0 +1,86 @@
+"""A request's settings, checked against the app's limits (recourse.ui.limits, read when a
+request comes): the generator's settings, how many faces a scan may rank, and the wall time."""
+
+from __future__ import annotations
+
+import math
+import numbers
+import time
+from dataclasses import replace
+
+import gradio as gr
+
+from recourse.audit import AuditSettings, minimal_recourse
+from recourse.generation import METHODS, CounterfactualConfig
+from recourse.progress import StageCheck
+from recourse.ui import limits
+from recourse.ui.errors import without_paths
+
+DEFAULTS = minimal_recourse()
+
+
+def _number(name: str, value, low: float, high: float, whole: bool = False) -> float:
+    """A setting from a request, refused unless it is a finite real number in ``[low, high]``
+    (a whole one where ``whole``). ``True`` is not a number here, though Python counts it as 1."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
+        raise gr.Error(f"{name} must be a number, got {str(value)[:40]!r}")
+    if whole and value != int(value):
+        raise gr.Error(f"{name} must be a whole number, got {value:g}")
+    if not low <= value <= high:
+        raise gr.Error(f"{name} must be between {low:g} and {high:g} here, got {value:g}")
+    return value
+
+
+def settings_from(steps: float, cone: float, seed: float, margin: float, method: str = DEFAULTS.method,
+                  edit_steps: float = DEFAULTS.edit_steps, sigma: float = DEFAULTS.sigma) -> AuditSettings:
+    """The audit's settings from the screen, within this app's budget: ``steps`` is the walks'
+    most editing steps, ``cone`` the angle around the robust guide's gradient (pca-walk-cone),
+    ``edit_steps`` and ``sigma`` the denoised method's. Every value is checked, also those the
+    chosen method does not read: they are saved with the result."""
+    method = method_from(method)
+    steps = int(_number("Most editing steps", steps, 1, limits.MAX_STEPS, whole=True))
+    cone = float(_number("Cone", cone, limits.MIN_CONE, 90))
+    edit_steps = int(_number("Denoiser steps", edit_steps, 1, limits.MAX_EDIT_STEPS, whole=True))
+    sigma = float(_number("Noise level σ", sigma, *limits.SIGMAS))
+    seed = int(_number("Seed", seed, 0, 2**31 - 1, whole=True))
+    margin = float(_number("Margin", margin, 0, limits.MAX_MARGIN))
+    try:
+        return AuditSettings(replace(DEFAULTS, method=method, finish_steps=steps, cone_degrees=cone,
+                                     edit_steps=edit_steps, sigma=sigma, seed=seed, margin=margin))
+    except (TypeError, ValueError, OverflowError) as error:
+        raise gr.Error(f"Generator settings: {without_paths(error)}") from None
+
+
+def method_from(name) -> str:
+    """A counterfactual method's name from a request, refused unless it is one of METHODS:
+    the config does not check it, and ``generate`` would refuse it only after the predictions."""
+    if not isinstance(name, str) or name not in METHODS:
+        raise gr.Error(f"unknown counterfactual method {str(name)[:40]!r}; choose one of: {', '.join(METHODS)}")
+    return name
+
+
+def scan_count(count, config: CounterfactualConfig) -> int:
+    """How many faces a scan ranks: what was asked, within MAX_SCAN_IMAGES and the budget of
+    the chosen method's steps (faces × steps): MAX_SCAN_EDIT_WORK denoiser steps for the
+    denoised method, MAX_SCAN_WORK editing steps for the walks."""
+    count = int(_number("Faces", count, 1, limits.MAX_SCAN_IMAGES, whole=True))
+    if config.method == "denoised":
+        steps, budget, unit = config.edit_steps, limits.MAX_SCAN_EDIT_WORK, "denoiser steps"
+    else:
+        steps, budget, unit = config.finish_steps, limits.MAX_SCAN_WORK, "editing steps"
+    affordable = max(1, budget // max(1, steps))
+    if count > affordable:
+        raise gr.Error(f"{count} faces at {steps} {unit} is more than this app's budget of {budget} {unit} a scan; "
+                       f"rank at most {affordable} faces, or lower the steps")
+    return count
+
+
+def deadline(started: float, limit: float, what: str, advice: str) -> StageCheck:
+    """A stage check that stops the work once it has run past ``limit`` seconds."""
+    return lambda stage: _within(started, limit, what, advice)
+
+
+def _within(started: float, limit: float, what: str, advice: str) -> None:
+    """Stop an audit or scan that has run past its wall-time limit (the budget of public mode)."""
+    if time.perf_counter() - started > limit:
+        raise gr.Error(f"This {what} ran past this app's limit of {limit:.0f} s and was stopped; {advice}.")

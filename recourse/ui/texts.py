@@ -1,0 +1,47 @@
+"""The app's longer texts: its heading, the glossary, the budget a public app states, and notes."""
+
+from __future__ import annotations
+
+from recourse import faces
+from recourse.ui import limits
+from recourse.ui.settings import DEFAULTS
+
+HEADING = ("## Recourse audit of a compressed face-attribute classifier\n"
+           "Does the compressed model still accept the *recourse* — the smallest realistic change that flips "
+           "an attribute — that the full-precision model gives, and would it suggest the same change?")
+
+GALLERY_LABEL = ("Gallery: public-domain portraits (NASA, U.S. Navy, U.S. Senate; sources in "
+                 "assets/gallery/SOURCES.md)")
+
+BUDGET_NOTE = (f"This public app's budget: the denoised method at most {limits.MAX_EDIT_STEPS} denoiser steps "
+               f"(optimiser steps through the face denoiser; at the default {DEFAULTS.edit_steps} a counterfactual "
+               f"takes about 2 s on 2 cores, and an audit makes two), the walks at most {limits.MAX_STEPS} editing "
+               f"steps and a cone of at least {limits.MIN_CONE:g}°; a margin of at most {limits.MAX_MARGIN:g}. An "
+               f"audit stops after {limits.AUDIT_SECONDS:.0f} s, a scan after {limits.SCAN_SECONDS:.0f} s and at "
+               f"most {limits.MAX_SCAN_EDIT_WORK} denoiser steps or {limits.MAX_SCAN_WORK} editing steps in all "
+               f"(faces × steps); uploads of {faces.MAX_UPLOAD_BYTES // 2**20} MB a file and "
+               f"{limits.UPLOAD_QUOTA // 2**20} MB per {limits.UPLOAD_WINDOW_S / 60:g} minutes.")
+
+GLOSSARY = """
+- **Recourse** `x'`: the smallest realistic change of the face that makes a model decide the target.
+  `x'_f` is guided by the full-precision model, `x'_g` by the compressed one (same seed).
+- **V_f(x'_f)**: does the full-precision model accept its own recourse? **V_g(x'_f)**: does the
+  compressed model accept the full-precision recourse (no = a *validity drop*)? **V_g(x'_g)**:
+  does it accept its own?
+- **cost** `c = mean |x' − x|` (0–1 scale). **CRG_i** `= |c_g − c_f| / c_f`: how different the two
+  recourses are in size (0 = equal). **DirSim_i** `= 100 · cos(x'_f − x, x'_g − x)`: 100 = same direction.
+- **Margin**: how far past the decision boundary (in logits) each recourse is pushed; 0 = the
+  smallest change that flips the decision, where compressed models disagree most.
+- **Attributions** (Captum): which pixels raise (red) or lower (blue) the attribute's logit;
+  Spearman ρ and top-10% IoU compare the two models' maps.
+- Definitions: `docs/metrics.md` in the repository.
+"""
+
+FAILURES_INTRO = ("Rank faces by how far the compressed model's recourse departs from the full-precision one: "
+                  "+1 if it rejects the full-precision recourse, +1 if it finds none of its own, "
+                  "+ (1 − DirSim_i/100)/2. Each face is audited with the settings of the Audit tab.")
+
+YOUR_MODELS_SCAN_NOTE = ("Where **Your models** on the Audit tab names model cards, that pair is ranked in place of "
+                         "the compressed variant (its attributes only).")
+
+PUBLIC_CARDS_REFUSED = "This public app audits only its committed models; model cards are read in local mode only."
