@@ -25,7 +25,7 @@ import gradio as gr
 
 from recourse import faces
 from recourse.memory import limit_arenas
-from recourse.ui.audit import build_audit_tab, method_controls, select_gallery_face, variant_choices
+from recourse.ui.audit import build_audit_tab, method_controls, select_gallery_face, show_path_point, variant_choices
 from recourse.ui.benchmark import benchmark_view, build_benchmark_tab
 from recourse.ui.failures import build_failures_tab, find_failures, select_failure
 from recourse.ui.limits import CACHE_LIFETIME_S, HEAVY_CONCURRENCY, PUBLIC, QUEUE_SIZE, SESSIONS_KEPT
@@ -89,6 +89,8 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     audit.gallery.select(select_gallery_face, None, [selected_face, audit.upload, audit.original_view],
                          api_visibility="private")
     audit.upload.upload(lambda: None, None, selected_face, api_visibility="private")
+    audit.position.input(show_path_point, [audit.position, audit.path_state],
+                         [audit.paths, audit.teacher_path_view, audit.student_path_view], api_visibility="private")
     audit.run.click(audit.clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private").then(
         audit.run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, api_name="audit", **HEAVY)
     if models is not None:

@@ -116,4 +116,4 @@ def stops_for(picture_margin: float | None = None, numbers_at: str = "benchmark"
     visible = base.visible if picture_margin is None else float(picture_margin)
     return AuditStops(benchmark=base.benchmark, visible=visible, edit=max(base.edit, visible),
                       numbers_at=numbers_at, boundary=base.boundary, benchmark_source=base.benchmark_source,
-                      visible_source=base.visible_source if picture_margin is None else "chosen by the user")
+                      visible_source=base.visible_source if visible == base.visible else "chosen by the user")

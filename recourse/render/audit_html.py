@@ -258,7 +258,6 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
             return f"<td style='padding:2px 8px'>{value:.3f} {'✓' if identity.kept(model) else '✗'}</td>"
         identity_row = (f"<tr><td>dlib distance to x (same person ≤ {identity.threshold:g})</td>"
                         f"<td style='padding:2px 8px'>0</td>{distance('teacher')}{distance('student')}</tr>")
-    margin = result.settings.counterfactual.margin
     return (f'<div style="overflow-x:auto"><table class="evidence-table" style="font-size:13px;border-collapse:collapse">'
             f'<tr><th align="left">p({html.escape(p.attribute)}) on</th><th align="left">face x</th>'
             f'<th align="left">x\'_f (full precision)</th><th align="left">x\'_g (compressed)</th></tr>'
@@ -266,9 +265,21 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
             f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr>{judge_rows}{identity_row}</table>'
             f'{readings_table(result)}</div>'
             f'<p style="font-size:12px">Target: attribute {wanted} (✓ = the model decides the target; on the dlib '
-            f'row, ✓ = still the same person). Each recourse '
-            f'was guided until its own model\'s logit was {margin:g} past the boundary (margin {margin:g}; '
-            f'0 = the smallest change that flips the decision).</p>')
+            f'row, ✓ = still the same person). {html.escape(stops_sentence(result))}</p>')
+
+
+def stops_sentence(result: AuditResult) -> str:
+    """Where the faces above and the cards were read, for a person."""
+    stops = result.settings.stops
+    margin = result.settings.counterfactual.margin
+    if stops is None:
+        return (f"Each recourse was guided until its own model's logit was {margin:g} past the boundary (margin "
+                f"{margin:g}; 0 = the smallest change that flips the decision).")
+    numbers = (f"the benchmark's validated margin {stops.benchmark:g}" if stops.numbers_at == "benchmark"
+               else "the boundary (margin 0, mostly noise)")
+    return (f"Each model edits the face once; the faces above are shown where its deciding model is {stops.visible:g} "
+            f"logits past the boundary (the visible stop; {stops.visible_source}); the validity, cost, CRG_i and "
+            f"DirSim_i cards are read on the same edits at {numbers}.")
 
 
 def stops_summary(result: AuditResult) -> str:

@@ -21,12 +21,16 @@ from recourse.inputs import Choice, UploadedImage, WholeNumber
 from recourse.memory import give_back
 from recourse.models import VARIANTS, variant_bits, variant_status
 from recourse.paths import assets_dir, variants_dir
-from recourse.render.audit_html import attribution_table, evidence_table, predictions_chart, value_cards
+from recourse.recourse_path import divergence_sentence
+from recourse.render.audit_html import (
+    attribution_table, evidence_table, predictions_chart, stops_summary, value_cards,
+)
+from recourse.render.path_plot import path_svg
 from recourse.render.methods import CONTROL_LABELS, METHOD_CHOICES, METHOD_CONTROLS, METHOD_NOTES, method_summary
 from recourse.render.pictures import display_pictures, enlarge, to_pil
 from recourse.ui import limits
 from recourse.ui.errors import EXPECTED_ERRORS, unexpected, without_paths
-from recourse.ui.settings import DEFAULTS, deadline, method_from, settings_from
+from recourse.ui.settings import DEFAULTS, STOPS, _number, deadline, method_from, settings_from
 from recourse.ui.storage import export, shareable
 from recourse.ui.texts import BUDGET_NOTE, GALLERY_LABEL, GLOSSARY
 from recourse.ui.your_models import YourModels, black_box_passes, build_your_models, card_pair
@@ -92,6 +96,53 @@ def select_gallery_face(event: gr.SelectData):
     return pixels, None, enlarge(Image.fromarray(pixels), smooth=True)
 
 
+@dataclass(frozen=True)
+class PathState:
+    """What the path view redraws from, kept per session: the face, each model's whole edit,
+    both paths and the variant's name."""
+
+    face: torch.Tensor
+    edits: tuple[torch.Tensor, torch.Tensor]  # the full-precision model's, the compressed model's
+    paths: tuple
+    variant: str
+
+
+def path_state(result) -> PathState | None:
+    if not result.paths or result.teacher_edit is None or result.student_edit is None:
+        return None
+    return PathState(result.predictions.aligned, (result.teacher_edit, result.student_edit), result.paths,
+                     result.predictions.variant)
+
+
+def paths_view(state: PathState, alpha: float) -> str:
+    """Both paths' plots, each marked at ``alpha``, with the sentence of where the models part."""
+    blocks = "".join(f'<figure class="recourse-path-figure">{path_svg(path, state.variant, alpha)}'
+                     f'<figcaption>{divergence_sentence(path, state.variant)}</figcaption></figure>'
+                     for path in state.paths)
+    return f'<div class="recourse-paths">{blocks}</div>'
+
+
+def point_on_edits(state: PathState, alpha: float) -> list[Image.Image]:
+    """Each model's edit at ``alpha`` of the way, as shown beside the plots."""
+    return [enlarge(to_pil((state.face + alpha * (edit - state.face)).clamp(0, 1)), smooth=True)
+            for edit in state.edits]
+
+
+def initial_alpha(state: PathState) -> float:
+    """Where the view opens: the visible stop on the full-precision model's path (its whole
+    edit where the stop is never reached)."""
+    stop = state.paths[0].stops.get("visible", state.paths[0].stops.get("stop"))
+    return 1.0 if stop is None else round(float(stop), 4)
+
+
+def show_path_point(position, state: PathState | None):
+    """The path view moved to ``position`` (the "along the edits" slider)."""
+    if state is None:
+        return gr.update(), gr.update(), gr.update()
+    alpha = float(_number("Position along the edits", position, 0.0, 1.0))
+    return paths_view(state, alpha), *point_on_edits(state, alpha)
+
+
 @dataclass(frozen=True, eq=False)
 class AuditTab:
     """The Audit tab's components (build_audit_tab) and the events that fill its results."""
@@ -129,17 +180,33 @@ class AuditTab:
     export_json: gr.File
     export_html: gr.File
     raw: gr.JSON
+    paths: gr.HTML
+    position: gr.Slider
+    teacher_path_view: gr.Image
+    student_path_view: gr.Image
+    path_state: gr.State
 
     @property
     def result_outputs(self) -> list:
         """What an audit fills, the aligned face aside (it shows the chosen face until then)."""
         return [self.teacher_cf, self.teacher_diff, self.student_cf, self.student_diff, self.evidence, self.cards,
                 self.verdict, self.ig_teacher, self.ig_student, self.occ_teacher, self.occ_student, self.attributions,
-                self.raw, self.export_json, self.export_html, self.chart, self.status]
+                self.raw, self.export_json, self.export_html, self.chart, self.status, self.paths,
+                self.teacher_path_view, self.student_path_view, self.path_state, self.position]
 
     def clear_results(self):
-        """Every result output emptied, so that nothing of an earlier audit stays under a new one."""
-        return [None] * len(self.result_outputs)
+        """Every result output emptied, so that nothing of an earlier audit stays under a new one
+        (the position slider keeps its place until the next audit moves it)."""
+        return [None] * (len(self.result_outputs) - 1) + [gr.update()]
+
+    def _path_outputs(self, state: PathState | None) -> dict:
+        if state is None:
+            return {self.path_state: None, self.paths: None, self.teacher_path_view: None,
+                    self.student_path_view: None}
+        alpha = initial_alpha(state)
+        teacher_view, student_view = point_on_edits(state, alpha)
+        return {self.path_state: state, self.paths: paths_view(state, alpha), self.teacher_path_view: teacher_view,
+                self.student_path_view: student_view, self.position: alpha}
 
     def run_audit(self, upload, selected, variant, attribute, target, steps, guidance, seed, margin,
                   method=DEFAULTS.method, edit_steps=DEFAULTS.edit_steps, sigma=DEFAULTS.sigma, model_card=None,
@@ -196,8 +263,9 @@ class AuditTab:
                         self.attributions: attribution_table(result), self.raw: shareable(result.to_dict()),
                         self.export_json: json_file, self.export_html: html_file,
                         self.status: (f"**Alignment:** {p.alignment} · {method_summary(settings.counterfactual)} · "
-                                      f"margin {settings.counterfactual.margin:g} · "
+                                      f"{stops_summary(result)} · "
                                       f"audit took {result.seconds['total']:.2f} s{black_box_passes(pair, passes)}"),
+                        **self._path_outputs(path_state(result)),
                     }
         except gr.Error:
             raise
@@ -228,8 +296,10 @@ def build_audit_tab() -> AuditTab:
             with gr.Row():
                 target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
                                 min_width=400)  # a row of its own: its choices read whole
-                margin = gr.Slider(0, limits.MAX_MARGIN, value=DEFAULTS.margin, step=0.25, elem_id="margin",
-                                   min_width=400, label="Margin (logits; 0 = minimal recourse)")
+                margin = gr.Slider(0, limits.MAX_MARGIN, value=STOPS.visible, step=0.25, elem_id="margin",
+                                   min_width=400, label=f"Pictures at (logits past the boundary; {STOPS.visible:g} = "
+                                                        f"the visible stop, 0 = the boundary; numbers at the "
+                                                        f"benchmark's margin {STOPS.benchmark:g})")
             # the button above the folded settings: it stays on a 1280×800 first screen
             run = gr.Button("Audit", variant="primary", elem_id="run-audit")
             with gr.Accordion("Generator settings", open=False):
@@ -264,6 +334,18 @@ def build_audit_tab() -> AuditTab:
                 student_cf = gr.Image(label="Compressed x'_g", elem_id="student-cf", **face_options)
             evidence = gr.HTML(label="Probabilities before and after", elem_id="evidence")
             cards = gr.HTML(label="Per-image values", elem_id="value-cards")
+    with gr.Accordion("Where the two models part along each edit (the recourse paths)", open=True,
+                      elem_id="recourse-paths"):
+        with gr.Row(equal_height=False):
+            paths = gr.HTML(elem_id="path-plots")
+            with gr.Column(min_width=200, scale=0):
+                teacher_path_view = gr.Image(label="Full-precision edit, at the slider", elem_id="teacher-path-view",
+                                             **face_options)
+                student_path_view = gr.Image(label="Compressed edit, at the slider", elem_id="student-path-view",
+                                             **face_options)
+        position = gr.Slider(0, 1, value=1, step=1 / 32, label="Along the edits (share of each model's whole edit)",
+                             elem_id="path-position")
+        state = gr.State(None)
     with gr.Accordion("Where each recourse changes the face", open=False):
         with gr.Row():
             teacher_diff = gr.Image(label="x'_f − x (red brighter, blue darker)", **image_options)
@@ -291,4 +373,5 @@ def build_audit_tab() -> AuditTab:
     return AuditTab(gallery, upload, variant, attribute, target, margin, run, method, method_note, edit_steps, sigma,
                     steps, guidance, seed, models, status, verdict, original_view, teacher_cf, student_cf, evidence,
                     cards, teacher_diff, student_diff, ig_teacher, ig_student, occ_teacher, occ_student, attributions,
-                    chart, export_json, export_html, raw)
+                    chart, export_json, export_html, raw, paths, position, teacher_path_view, student_path_view,
+                    state)

@@ -29,7 +29,9 @@ MAX_STEPS = 120 if PUBLIC else 400  # the walks' editing steps; 120: the default
 # about 40 walk steps' worth (24, the default, take about 2 s a counterfactual on 2 cores).
 MAX_EDIT_STEPS = 48 if PUBLIC else 200
 SIGMAS = (0.02, 1.0)  # the noise levels the committed face denoiser was trained on
-MAX_MARGIN = 3.0 if PUBLIC else 10.0
+# The picture's stop: a point of each model's edit. The denoised edit costs its steps whatever
+# the stop; a walk's is held by MAX_STEPS and AUDIT_SECONDS.
+MAX_MARGIN = 14.0
 MIN_CONE = 10.0 if PUBLIC else 0.0
 MAX_SCAN_WORK = 16 * 120 if PUBLIC else MAX_SCAN_IMAGES * 400  # walk steps
 MAX_SCAN_EDIT_WORK = 16 * 24 if PUBLIC else MAX_SCAN_IMAGES * 200  # denoiser steps

@@ -10,13 +10,15 @@ from dataclasses import replace
 
 import gradio as gr
 
-from recourse.audit import AuditSettings, minimal_recourse
+from recourse.audit import AuditSettings, product_settings
 from recourse.generation import METHODS, CounterfactualConfig
+from recourse.stops import committed_stops
 from recourse.progress import StageCheck
 from recourse.ui import limits
 from recourse.ui.errors import without_paths
 
-DEFAULTS = minimal_recourse()
+DEFAULTS = CounterfactualConfig()  # the generator's settings; where the picture is shown: STOPS
+STOPS = committed_stops()  # the visible stop (the picture) and the benchmark's margin (the numbers)
 
 
 def _number(name: str, value, low: float, high: float, whole: bool = False) -> float:
@@ -35,18 +37,20 @@ def settings_from(steps: float, cone: float, seed: float, margin: float, method:
                   edit_steps: float = DEFAULTS.edit_steps, sigma: float = DEFAULTS.sigma) -> AuditSettings:
     """The audit's settings from the screen, within this app's budget: ``steps`` is the walks'
     most editing steps, ``cone`` the angle around the robust guide's gradient (pca-walk-cone),
-    ``edit_steps`` and ``sigma`` the denoised method's. Every value is checked, also those the
-    chosen method does not read: they are saved with the result."""
+    ``edit_steps`` and ``sigma`` the denoised method's, ``margin`` the stop the pictures are
+    shown at (the numbers are read at the benchmark's margin). Every value is checked, also
+    those the chosen method does not read: they are saved with the result."""
     method = method_from(method)
     steps = int(_number("Most editing steps", steps, 1, limits.MAX_STEPS, whole=True))
     cone = float(_number("Cone", cone, limits.MIN_CONE, 90))
     edit_steps = int(_number("Denoiser steps", edit_steps, 1, limits.MAX_EDIT_STEPS, whole=True))
     sigma = float(_number("Noise level σ", sigma, *limits.SIGMAS))
     seed = int(_number("Seed", seed, 0, 2**31 - 1, whole=True))
-    margin = float(_number("Margin", margin, 0, limits.MAX_MARGIN))
+    margin = float(_number("Picture's stop", margin, 0, limits.MAX_MARGIN))
     try:
-        return AuditSettings(replace(DEFAULTS, method=method, finish_steps=steps, cone_degrees=cone,
-                                     edit_steps=edit_steps, sigma=sigma, seed=seed, margin=margin))
+        return product_settings(margin, "benchmark", replace(DEFAULTS, method=method, finish_steps=steps,
+                                                             cone_degrees=cone, edit_steps=edit_steps, sigma=sigma,
+                                                             seed=seed))
     except (TypeError, ValueError, OverflowError) as error:
         raise gr.Error(f"Generator settings: {without_paths(error)}") from None
 

@@ -30,8 +30,14 @@ GLOSSARY = """
   does it accept its own?
 - **cost** `c = mean |x' − x|` (0–1 scale). **CRG_i** `= |c_g − c_f| / c_f`: how different the two
   recourses are in size (0 = equal). **DirSim_i** `= 100 · cos(x'_f − x, x'_g − x)`: 100 = same direction.
-- **Margin**: how far past the decision boundary (in logits) each recourse is pushed; 0 = the
-  smallest change that flips the decision, where compressed models disagree most.
+- **Stops** on each model's edit (logits past the decision boundary): the *boundary* (0, where the
+  decision flips: verdicts there are mostly noise), the *benchmark's margin* (validated on held-out
+  faces: the cards' numbers are read there) and the *visible stop* (chosen on validation as where
+  judges trained on other faces stop seeing more change: the pictures). The margin slider moves
+  the pictures along the same edit.
+- **Recourse path**: the straight line from the face to a model's whole edit, with both models'
+  logits along it; where each model's decision flips tells how much more of the same change one
+  needs than the other.
 - **Attributions** (Captum): which pixels raise (red) or lower (blue) the attribute's logit;
   Spearman ρ and top-10% IoU compare the two models' maps.
 - Definitions: `docs/metrics.md` in the repository.
