@@ -370,7 +370,8 @@ def instruments_section() -> list[str]:
             "Each instrument below judges counterfactuals and never steers one (definitions in `docs/metrics.md`). "
             "None is read on its own: each beside its floor, what it gives where nothing was edited or where two "
             "good models are compared.", "",
-            *identity_paragraph(), *judges_paragraph(), *results_judges.section(_load), *realism_paragraph(),
+            *identity_paragraph(), *judges_paragraph(), *results_judges.section(_load),
+            *results_judges.visible_stop_section(_load), *realism_paragraph(),
             *discriminator_paragraph(),
             *divergence_paragraph()]
 

@@ -12,6 +12,12 @@ from pathlib import Path
 CALIBRATION = "independent-judges-test.json"
 # Each committed baseline: scripts.judge_counterfactuals on a run's saved counterfactuals.
 BASELINES = ("independent-judges-baseline-m10.json", "independent-judges-baseline-m2.json")
+# The visible stop's validation runs (scripts/visible_stop.py): the default, then the edits
+# confined to the attribute's region and cut by the model's own gradient, measured alike.
+VISIBLE_STOP_RUNS = (("edits as today (the default)", "visible-stop-val.json"),
+                     ("confined to the attribute's region", "visible-stop-val-region.json"),
+                     ("region cut to half by the model's gradient (MaskDiME)", "visible-stop-val-adaptive.json"),
+                     ("region, 48 steps at learning rate 0.03", "visible-stop-val-region48.json"))
 CALIBRATE_COMMAND = ("python -m scripts.calibrate_judges --data ../shared/data/celeba-hq-64 "
                      "--json assets/results/independent-judges-test.json")
 
@@ -98,4 +104,33 @@ def section(load: Loader) -> list[str]:
             continue
         lines += [f"#### {record['label']}: the first {record['n']} {record['split']} faces", "", "```bash",
                   *([record["run"]] if record.get("run") else []), record["command"], "```", "", *baseline_table(record)]
+    return lines
+
+
+def _value(value, digits: int) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def visible_stop_section(load: Loader) -> list[str]:
+    """The stops measured on validation: the judges' mean shift and seen rate over the ceiling,
+    FVA, MNAC and FR at each candidate stop, for each way of editing; the rule's choice."""
+    lines = ["### The visible stop and the edit's region, chosen on validation", "",
+             "Each full-precision edit aims past the largest candidate; each candidate stop is the first point of "
+             "its path where the classifier is that far past the boundary. The rule, fixed before the runs "
+             "(`docs/metrics.md`): the smallest stop whose mean shift of the judges trained on other faces reaches "
+             "0.9 of the largest. A way of editing is adopted only where it keeps FR, the shift and FVA.", ""]
+    for title, name in VISIBLE_STOP_RUNS:
+        record = load(name)
+        if record is None:
+            lines += _not_yet(f"The visible-stop run {title}", f"python -m scripts.visible_stop ... --json "
+                              f"assets/results/{name}")
+            continue
+        lines += [f"#### {title}: {record['n']} {record['split']} faces, chosen stop "
+                  f"{_value(record['chosen_stop'], 0)}", "", "```bash", record["command"], "```", "",
+                  f"(its output committed as `assets/results/{name}`; {record['seconds']:.0f} s)", "",
+                  "| stop | mean shift | seen / ceiling | FVA % | MNAC | FR % |", "|---:|---:|---:|---:|---:|---:|"]
+        lines += [f"| {row['stop']:g} | {_value(row['shift'], 2)} | {_value(row['seen_over_ceiling'], 2)} | "
+                  f"{_value(row['fva'], 1)} | {_value(row['mnac'], 2)} | {_value(row['flip_rate'], 1)} |"
+                  for row in record["summary"]]
+        lines.append("")
     return lines

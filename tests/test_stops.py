@@ -1,0 +1,49 @@
+"""Where one face's recourse is read: the benchmark's margin recomputed from its committed
+sweep, the visible stop by its rule, and a user's picture margin."""
+
+import json
+
+import pytest
+
+from recourse import stops
+from recourse.stops import AuditStops, committed_stops, stops_for
+from scripts.visible_stop import plateau_stop
+
+
+def test_the_plateau_rule_takes_the_smallest_stop_near_the_largest_shift():
+    assert plateau_stop([0, 2, 6, 10, 14], [0.2, 0.4, 0.8, 0.95, 1.0]) == 10
+    assert plateau_stop([0, 2, 6], [0.2, 0.95, 1.0]) == 2
+    assert plateau_stop([0, 2], [None, -0.1]) is None
+
+
+def test_the_committed_stops_come_from_the_committed_files():
+    committed = committed_stops()
+    sweep = json.loads((stops.assets_dir() / stops.VAL_SWEEP).read_text())
+    chosen = json.loads((stops.assets_dir() / stops.VISIBLE_STOP).read_text())
+    assert committed.visible == chosen["chosen_stop"] and committed.edit >= chosen["settings"]["margin"]
+    assert committed.benchmark in sweep["settings"]["margins"] and committed.numbers == committed.benchmark
+    assert "val" in committed.visible_source and "val" in committed.benchmark_source
+
+
+def test_without_the_files_the_stops_say_so(tmp_path, monkeypatch):
+    monkeypatch.setattr(stops, "assets_dir", lambda: tmp_path)
+    stops.committed_stops.cache_clear()
+    try:
+        fallback = stops.committed_stops()
+    finally:
+        stops.committed_stops.cache_clear()
+    assert fallback.benchmark == 0 and "no validation sweep" in fallback.benchmark_source
+    assert fallback.visible == stops.FALLBACK_VISIBLE and "not chosen yet" in fallback.visible_source
+
+
+def test_a_users_picture_margin_moves_the_picture_and_the_edit_reaches_it():
+    base = AuditStops(benchmark=2, visible=10, edit=14)
+    moved = stops_for(20, "boundary", base)
+    assert (moved.visible, moved.edit, moved.numbers, moved.visible_source) == (20, 20, 0, "chosen by the user")
+    assert stops_for(10, base=base).visible_source == base.visible_source  # the default is no choice
+    with pytest.raises(ValueError, match="margin must be >= 0.0"):
+        stops_for(-1, base=base)
+    with pytest.raises(ValueError, match="numbers_at"):
+        AuditStops(benchmark=2, visible=10, edit=14, numbers_at="somewhere")
+    with pytest.raises(ValueError, match="stops must lie on the edit"):
+        AuditStops(benchmark=12, visible=10, edit=10)
