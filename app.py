@@ -79,6 +79,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     SCAN_INPUTS = [failures.source, failures.folder, failures.root, failures.split, failures.count, failures.photos,
                    failures.variant, failures.attribute, *WALK_SETTINGS, *METHOD_SETTINGS, *CARDS]
     HEAVY = {"concurrency_limit": HEAVY_CONCURRENCY, "concurrency_id": "heavy"}
+    SHOW_STATUS = "() => { document.querySelector('#status')?.scrollIntoView({block: 'nearest'}); }"
 
     # -----------------------------------------------------------------------------------
     # Events
@@ -91,7 +92,9 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     audit.upload.upload(lambda: None, None, selected_face, api_visibility="private")
     audit.position.input(show_path_point, [audit.position, audit.path_state],
                          [audit.paths, audit.teacher_path_view, audit.student_path_view], api_visibility="private")
-    audit.run.click(audit.clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private").then(
+    # On a phone the status line sits below the settings: brought into view when the audit starts.
+    audit.run.click(audit.clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private",
+                    js=SHOW_STATUS).then(
         audit.run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, api_name="audit", **HEAVY)
     if models is not None:
         models.use.click(use_cards, [models.model_card, models.variant_card, audit.attribute, failures.attribute],

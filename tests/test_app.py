@@ -88,8 +88,10 @@ def test_the_method_choice_reaches_the_audit_and_its_exports(project_home, metho
     shown = list(app.run_audit(None, pixels, "ptq-int8", "Smiling", FLIP, method=method, **chosen,
                                progress=no_progress))[-1]
     exported = json.loads(Path(shown[app.export_json]).read_text())
-    for values in (exported["settings"]["counterfactual"], shown[app.raw]["settings"]["counterfactual"]):
-        assert values["method"] == method and values["margin"] == 0.0
+    for settings in (exported["settings"], shown[app.raw]["settings"]):
+        values = settings["counterfactual"]
+        assert values["method"] == method and values["margin"] == CounterfactualConfig().margin
+        assert settings["stops"]["visible"] == 0.0  # the screen's margin: where the pictures are shown
         assert {key: values[key] for key in recorded} == recorded
     summary = app.method_summary(CounterfactualConfig(**exported["settings"]["counterfactual"]))
     assert summary.startswith(method + ",") and summary in shown[app.status]

@@ -73,3 +73,18 @@ def test_the_benchmark_tab_reads(page_of, size):
     assert broken_words(page, "#benchmark-table th") == []  # was "DirSi / m %", "Overhe / ad"
     assert horizontal_overflow(page) == []
     assert clipped_text(page) == []
+
+
+def test_on_a_phone_the_status_line_is_on_the_screen_once_the_audit_starts(page_of):
+    """At 390×844 the status sits below the settings: pressing Audit brings it into view, and
+    the result arrives there (issue 36)."""
+    page, url = page_of((390, 844))
+    page.goto(url, wait_until="domcontentloaded")
+    page.locator("#gallery button.thumbnail-item").first.click(timeout=120_000)
+    page.locator("#aligned img").wait_for(timeout=120_000)
+    page.locator("#run-audit").click()
+    page.wait_for_timeout(800)
+    status = page.locator("#status").bounding_box()
+    assert status is not None and 0 <= status["y"] < 844, status
+    page.locator("#value-cards .value-card").first.wait_for(timeout=120_000)
+    assert page.locator("#path-plots svg").count() == 2  # both recourse paths are drawn
