@@ -2,6 +2,7 @@
 
     python -m scripts.app_screenshot --out assets/screenshot.png                    # 1280×800
     python -m scripts.app_screenshot --out assets/screenshot-phone.png --width 390 --height 844 --full-page
+    python -m scripts.app_screenshot --out assets/screenshot-paths.png --element "#recourse-paths"  # the paths
 
 Uses Debian's ``chromium`` (``apt-get install chromium``) through Playwright's Python
 package; no browser is downloaded. ``start_app`` and ``audit_gallery_face`` are shared with
@@ -92,6 +93,7 @@ def main() -> None:
     parser.add_argument("--width", type=int, default=1280)
     parser.add_argument("--height", type=int, default=800)
     parser.add_argument("--full-page", action="store_true", help="the whole page, not only the first screen")
+    parser.add_argument("--element", help="only this element (a CSS selector, e.g. #recourse-paths)")
     args = parser.parse_args()
     from playwright.sync_api import sync_playwright
 
@@ -101,7 +103,10 @@ def main() -> None:
         audit_gallery_face(page, url, args.face)
         page.wait_for_timeout(500)  # let the last images paint
         page.evaluate("window.scrollTo(0, 0)")
-        page.screenshot(path=args.out, full_page=args.full_page)
+        if args.element:
+            page.locator(args.element).screenshot(path=args.out)
+        else:
+            page.screenshot(path=args.out, full_page=args.full_page)
         height = page.evaluate("document.documentElement.scrollHeight")
         browser.close()
     print(f"wrote {args.out} (page {args.width}×{height} px)")

@@ -18,6 +18,7 @@ import app  # imported here, with the checkout as its home: the gallery is the c
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.render.audit_html import CARD_TITLES
+from recourse.ui.settings import STOPS
 from scripts.app_screenshot import start_app
 from tests.conftest import ROOT, build_home, still_generator, tiny_classifier
 
@@ -180,7 +181,7 @@ EDIT_DEFAULTS = CounterfactualConfig()
 
 
 def audit(client, path, variant="ptq-int8", attribute="Smiling", target=FLIP, steps=EDIT_DEFAULTS.finish_steps,
-          guidance=EDIT_DEFAULTS.cone_degrees, seed=0, margin=0.0, method=EDIT_DEFAULTS.method,
+          guidance=EDIT_DEFAULTS.cone_degrees, seed=0, margin=STOPS.visible, method=EDIT_DEFAULTS.method,
           edit_steps=EDIT_DEFAULTS.edit_steps, sigma=EDIT_DEFAULTS.sigma):
     """An audit through the API; the editing settings default to the app's (and the CLI's)."""
     from gradio_client import handle_file
@@ -201,7 +202,7 @@ def test_upload_audit_equals_the_cli(client, tmp_path):
     outputs = audit(client, photo(), edit_steps=4)  # fewer steps than the default keep the test quick
     ui = values_of(outputs)
     out = tmp_path / "audit.json"
-    # The CLI in its own process, like the app, with the same settings (margin 0 is both defaults).
+    # The CLI in its own process, like the app, with the same settings (the committed stops are both defaults).
     done = subprocess.run([sys.executable, "-m", "recourse", "audit", str(photo()), "--variant", "ptq-int8",
                            "--attribute", "Smiling", "--edit-steps", "4", "--json", str(out)], cwd=ROOT,
                           env=os.environ.copy(), capture_output=True, text=True, timeout=300)

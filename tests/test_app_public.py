@@ -135,7 +135,10 @@ def test_error_messages_do_not_show_server_paths():
 def test_clearing_empties_every_result_output():
     import app
 
-    assert app.clear_results() == [None] * len(app.RESULT_OUTPUTS)
+    cleared = app.clear_results()
+    # every output emptied; the position slider along the edits keeps its place (an update of nothing)
+    assert cleared[:-1] == [None] * (len(app.RESULT_OUTPUTS) - 1) and app.RESULT_OUTPUTS[-1] is app.position
+    assert cleared[-1] == {"__type__": "update"}
     assert app.evidence in app.RESULT_OUTPUTS and app.cards in app.RESULT_OUTPUTS and app.verdict in app.RESULT_OUTPUTS
 
 
@@ -147,7 +150,7 @@ def test_settings_refuse_non_finite_and_out_of_range_values():
     for steps, guidance, seed, margin in ((20, float("nan"), 0, 0), (20, 40, 0, float("inf")), (20, 40, 0, -1)):
         with pytest.raises(gr.Error):
             app.settings_from(steps, guidance, seed, margin)
-    assert app.settings_from(20, 40, 0, 0.5).counterfactual.margin == 0.5
+    assert app.settings_from(20, 40, 0, 0.5).stops.visible == 0.5  # the margin moves the pictures
     # the denoised method's own settings: steps within MAX_EDIT_STEPS, σ within the denoiser's trained levels
     for edit_steps, sigma in ((float("inf"), 0.4), (app.MAX_EDIT_STEPS + 1, 0.4), (24, float("nan")), (24, -0.4),
                               (24, app.SIGMAS[1] * 2), (24, app.SIGMAS[0] / 2)):

@@ -1,4 +1,5 @@
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -86,7 +87,7 @@ def test_counterfactual_command_writes_three_panels(tmp_path, capsys):
     assert code == 0
     picture = Image.open(tmp_path / "cf.png")
     assert picture.width >= 3 * 16 * 4 and picture.height >= 16 * 4  # three enlarged panels side by side
-    assert "margin 0: Smiling p =" in capsys.readouterr().out
+    assert re.search(r"shown at margin [\d.]+ \(.*\) of an edit aimed past [\d.]+: Smiling p =", capsys.readouterr().out)
 
 
 def test_counterfactual_command_rejects_unknown_attribute_and_faceless_photo(tmp_path, capsys):

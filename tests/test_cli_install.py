@@ -156,7 +156,7 @@ def test_counterfactual_of_a_4_bit_variant(how, project_home, tmp_path, capsys):
                  "--finish-steps", "4"]) == 0
     printed = capsys.readouterr().out
     assert re.search(r"ptq-int4 \((its fake-quantized twin guided, its integer model decided|it guided and decided)"
-                     r"\), margin 0: Smiling p = ", printed), printed
+                     r"\), shown at margin [\d.]+ \(.*\) of an edit aimed past [\d.]+: Smiling p = ", printed), printed
     assert Image.open(out).width > Image.open(out).height
 
 

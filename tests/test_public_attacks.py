@@ -371,7 +371,7 @@ def test_an_oversized_body_is_refused_before_it_is_read(server):
 @pytest.mark.parametrize("settings, message", [
     ((400, 40, 0, 0.0), "Value 400 is greater than maximum value 120"),  # the slider's own bound, now 120
     ((120, 0, 0, 0.0), "Value 0 is less than minimum value 10"),
-    ((120, 40, 0, 10.0), "Value 10.0 is greater than maximum value 3"),
+    ((120, 40, 0, 20.0), "Value 20.0 is greater than maximum value 14"),
     ((120, 40, 0, True), "Margin must be a number"),  # was: True taken as 1
     ((120, 40, 0, 0.0, "denoised", 400, 0.4), "Value 400 is greater than maximum value 48"),
     ((120, 40, 0, 0.0, "denoised", 24, 5.0), "Value 5.0 is greater than maximum value 1"),
@@ -674,7 +674,7 @@ def test_public_mode_closes_the_direct_routes_and_bounds_the_queue():
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=300,
                           env={**os.environ, "RECOURSE_PUBLIC": "1"})
     values, note = done.stdout.strip().splitlines()[-2:]
-    assert values.split() == ["False", "64", "4", "120", "3.0", "10.0", "48", "384", "0.02", "1.0", "48", "1.0"], \
+    assert values.split() == ["False", "64", "4", "120", "14.0", "10.0", "48", "384", "0.02", "1.0", "48", "1.0"], \
         done.stderr[-1000:]
     # the note says what each method's steps cost, not only the walks'
     assert "at most 48 denoiser steps" in note and "about 2 s on 2 cores" in note

@@ -297,9 +297,8 @@ def build_audit_tab() -> AuditTab:
                 target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
                                 min_width=400)  # a row of its own: its choices read whole
                 margin = gr.Slider(0, limits.MAX_MARGIN, value=STOPS.visible, step=0.25, elem_id="margin",
-                                   min_width=400, label=f"Pictures at (logits past the boundary; {STOPS.visible:g} = "
-                                                        f"the visible stop, 0 = the boundary; numbers at the "
-                                                        f"benchmark's margin {STOPS.benchmark:g})")
+                                   min_width=400, label=f"Pictures at margin ({STOPS.visible:g}: visible stop; "
+                                                        f"0: boundary)")
             # the button above the folded settings: it stays on a 1280×800 first screen
             run = gr.Button("Audit", variant="primary", elem_id="run-audit")
             with gr.Accordion("Generator settings", open=False):
@@ -336,13 +335,14 @@ def build_audit_tab() -> AuditTab:
             cards = gr.HTML(label="Per-image values", elem_id="value-cards")
     with gr.Accordion("Where the two models part along each edit (the recourse paths)", open=True,
                       elem_id="recourse-paths"):
-        with gr.Row(equal_height=False):
-            paths = gr.HTML(elem_id="path-plots")
-            with gr.Column(min_width=200, scale=0):
-                teacher_path_view = gr.Image(label="Full-precision edit, at the slider", elem_id="teacher-path-view",
-                                             **face_options)
-                student_path_view = gr.Image(label="Compressed edit, at the slider", elem_id="student-path-view",
-                                             **face_options)
+        paths = gr.HTML(label="Recourse paths", elem_id="path-plots")
+        with gr.Row(equal_height=True):
+            # small: the plots say where; these show what the face looks like there
+            path_view = {**face_options, "height": 150, "min_width": 120}
+            teacher_path_view = gr.Image(label="Full-precision edit, at the slider", elem_id="teacher-path-view",
+                                         **path_view)
+            student_path_view = gr.Image(label="Compressed edit, at the slider", elem_id="student-path-view",
+                                         **path_view)
         position = gr.Slider(0, 1, value=1, step=1 / 32, label="Along the edits (share of each model's whole edit)",
                              elem_id="path-position")
         state = gr.State(None)

@@ -46,7 +46,7 @@ def settings_from(steps: float, cone: float, seed: float, margin: float, method:
     edit_steps = int(_number("Denoiser steps", edit_steps, 1, limits.MAX_EDIT_STEPS, whole=True))
     sigma = float(_number("Noise level σ", sigma, *limits.SIGMAS))
     seed = int(_number("Seed", seed, 0, 2**31 - 1, whole=True))
-    margin = float(_number("Picture's stop", margin, 0, limits.MAX_MARGIN))
+    margin = float(_number("Margin", margin, 0, limits.MAX_MARGIN))
     try:
         return product_settings(margin, "benchmark", replace(DEFAULTS, method=method, finish_steps=steps,
                                                              cone_degrees=cone, edit_steps=edit_steps, sigma=sigma,
