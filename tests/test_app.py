@@ -216,8 +216,8 @@ def test_upload_audit_equals_the_cli(client, tmp_path):
     assert exported["recourse"] == cli["recourse"]
     report = Path(next(o for o in outputs if isinstance(o, str) and o.endswith(".html"))).read_text()
     assert html.escape(cli["verdict"]) in report and html.escape("V_g(x'_f)") in report
-    # every image came back: the face, two counterfactuals, two differences, four maps
-    assert sum(1 for o in outputs if isinstance(o, str) and o.endswith(".png")) == 9
+    # every image came back: the face, two counterfactuals, two differences, four maps, each edit on its path
+    assert sum(1 for o in outputs if isinstance(o, str) and o.endswith(".png")) == 11
 
 
 @pytest.mark.requires("committed_variants")

@@ -297,8 +297,7 @@ def build_audit_tab() -> AuditTab:
                 target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
                                 min_width=400)  # a row of its own: its choices read whole
                 margin = gr.Slider(0, limits.MAX_MARGIN, value=STOPS.visible, step=0.25, elem_id="margin",
-                                   min_width=400, label=f"Pictures at margin ({STOPS.visible:g}: visible stop; "
-                                                        f"0: boundary)")
+                                   min_width=400, label="Pictures at margin (0 = boundary)")
             # the button above the folded settings: it stays on a 1280×800 first screen
             run = gr.Button("Audit", variant="primary", elem_id="run-audit")
             with gr.Accordion("Generator settings", open=False):

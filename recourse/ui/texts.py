@@ -10,8 +10,7 @@ HEADING = ("## Recourse audit of a compressed face-attribute classifier\n"
            "Does the compressed model still accept the *recourse* — the smallest realistic change that flips "
            "an attribute — that the full-precision model gives, and would it suggest the same change?")
 
-GALLERY_LABEL = ("Gallery: public-domain portraits (NASA, U.S. Navy, U.S. Senate; sources in "
-                 "assets/gallery/SOURCES.md)")
+GALLERY_LABEL = "Gallery: public-domain portraits (sources: assets/gallery/SOURCES.md)"
 
 BUDGET_NOTE = (f"This public app's budget: the denoised method at most {limits.MAX_EDIT_STEPS} denoiser steps "
                f"(optimiser steps through the face denoiser; at the default {DEFAULTS.edit_steps} a counterfactual "
