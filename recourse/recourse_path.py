@@ -58,6 +58,9 @@ class RecoursePath:
     student_flip: float | None
     stops: dict[str, float | None] = field(default_factory=dict)  # stop name → α on this path
     margins: dict[str, float] = field(default_factory=dict)  # stop name → its margin (logits)
+    # the judges trained on other faces, read at some of the α (their scores; NaN: no face found)
+    judged_alphas: tuple[float, ...] = ()
+    judge_scores: dict[str, tuple[float, ...]] = field(default_factory=dict)
 
     @property
     def extra_edit(self) -> float | None:
@@ -75,7 +78,10 @@ class RecoursePath:
         return {"guided_by": self.guided_by, "target": self.target, "alphas": rounded(self.alphas),
                 "teacher_logits": rounded(self.teacher_logits), "student_logits": rounded(self.student_logits),
                 "teacher_flip": self.teacher_flip, "student_flip": self.student_flip, "stops": dict(self.stops),
-                "margins": dict(self.margins), "extra_edit": self.extra_edit}
+                "margins": dict(self.margins), "extra_edit": self.extra_edit,
+                "judged_alphas": rounded(self.judged_alphas),
+                "judge_scores": {name: [None if math.isnan(v) else round(float(v), 5) for v in values]
+                                 for name, values in self.judge_scores.items()}}
 
 
 @torch.no_grad()

@@ -66,3 +66,13 @@ def test_a_model_that_never_flips_is_said_so():
     assert "gptq-int2 does not flip anywhere along it" in divergence_sentence(path, "gptq-int2")
     with pytest.raises(ValueError, match="guided_by"):
         recourse_path(x, end, 0, 1, Brightness(1, 0), Brightness(1, 0), "guide", {})
+
+
+def test_judges_read_along_a_path_go_into_its_record():
+    from dataclasses import replace
+
+    x, end = torch.zeros(3, 8, 8), torch.ones(3, 8, 8)
+    path = recourse_path(x, end, 0, 1, Brightness(10, 0.4), Brightness(10, 0.6), "teacher", {"boundary": 0.0})
+    judged = replace(path, judged_alphas=(0.0, 1.0), judge_scores={"lamp": (0.1, float("nan"))})
+    record = judged.to_dict()
+    assert record["judged_alphas"] == [0.0, 1.0] and record["judge_scores"] == {"lamp": [0.1, None]}

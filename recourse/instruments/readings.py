@@ -64,6 +64,18 @@ def calibrations(path: Path | None = None) -> tuple[tuple[Calibration, bool], ..
                  if record["usable"])
 
 
+def path_readings(images: torch.Tensor, attribute: str,
+                  calibrated: tuple[tuple[Calibration, bool], ...] | None = None) -> dict[str, tuple[float, ...]]:
+    """Each usable judge trained on other faces, its score of ``attribute`` on each of ``images``
+    (points of a recourse path, ``(K, 3, H, W)``), by the judge's name."""
+    scores = {}
+    for calibration, independent in (calibrations() if calibrated is None else calibrated):
+        if calibration.attribute == attribute and independent:
+            values = judge(calibration.judge).scores(images.float())[attribute]
+            scores[calibration.judge] = tuple(float(value) for value in values)
+    return scores
+
+
 def judge_readings(x: torch.Tensor, teacher_counterfactual: torch.Tensor, student_counterfactual: torch.Tensor,
                    attribute: str, target: int,
                    calibrated: tuple[tuple[Calibration, bool], ...] | None = None,

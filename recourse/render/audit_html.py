@@ -301,7 +301,22 @@ def paths_html(result: AuditResult) -> str:
     blocks = "".join(f'<figure style="display:inline-block;margin:4px;vertical-align:top;max-width:400px">'
                      f'{path_svg(path, name)}<figcaption style="font-size:12px">{html.escape(divergence_sentence(path, name))}'
                      f'</figcaption></figure>' for path in result.paths)
-    return f'<h2>The recourse paths</h2><div class="recourse-paths">{blocks}</div>'
+    return (f'<h2>The recourse paths</h2><div class="recourse-paths">{blocks}</div>'
+            + "".join(path_judges_table(path, name) for path in result.paths))
+
+
+def path_judges_table(path, student_name: str) -> str:
+    """The judges trained on other faces along one path: their scores at every judged point."""
+    if not path.judge_scores:
+        return ""
+    whose = "the full-precision model's edit" if path.guided_by == "teacher" else f"{student_name}'s edit"
+    head = "".join(f"<th style='padding:0 6px'>{alpha:.0%}</th>" for alpha in path.judged_alphas)
+    rows = "".join(f"<tr><td>{html.escape(judge)}</td>" + "".join(
+        f"<td style='padding:0 6px'>{'—' if value != value else f'{value:.3g}'}</td>" for value in values) + "</tr>"
+                   for judge, values in path.judge_scores.items())
+    return (f'<table style="font-size:12px;border-collapse:collapse;margin:4px 0"><caption style="text-align:left">'
+            f'Judges trained on other faces along {html.escape(whose)} (their scores; — : no face found)</caption>'
+            f'<tr><th align="left">share of the edit</th>{head}</tr>{rows}</table>')
 
 
 def report_html(result: AuditResult, source: str = "") -> str:
