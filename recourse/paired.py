@@ -24,6 +24,7 @@ from torch import nn
 
 from recourse.data import attribute_index
 from recourse.generation import CounterfactualConfig, CounterfactualResult, FaceGenerator, generate
+from recourse.generation.denoised import smallest_step
 from recourse.metrics import (
     ImageRecourse, both_valid, decisions, direction_cosines, directional_similarity, false_acceptance,
     image_recourse, logit_gap, recourse_cost, recourse_gap, success_rate, validity, validity_drop,
@@ -233,8 +234,6 @@ def stop_on_paths(images: torch.Tensor, edits: torch.Tensor, decider: nn.Module,
     """Each task's first point on its straight path ``x → x̃`` (``edits``: the whole edits before
     their stop) where ``decider`` is past ``margin``, or ``x̃`` where it never is: the stop of
     :mod:`recourse.generation.denoised` read at another margin of the same edit."""
-    from recourse.generation.denoised import smallest_step
-
     index = attribute_index(attribute)
     signs = 2 * torch.as_tensor(targets).float() - 1
     return torch.cat([smallest_step(images[i:i + 1], edits[i:i + 1], decider, index, signs[i:i + 1], margin)

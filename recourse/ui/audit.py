@@ -4,6 +4,7 @@ and downloads (``AuditTab.run_audit``)."""
 
 from __future__ import annotations
 
+import html
 import json
 import time
 from dataclasses import dataclass
@@ -117,7 +118,7 @@ def path_state(result) -> PathState | None:
 def paths_view(state: PathState, alpha: float) -> str:
     """Both paths' plots, each marked at ``alpha``, with the sentence of where the models part."""
     blocks = "".join(f'<figure class="recourse-path-figure">{path_svg(path, state.variant, alpha)}'
-                     f'<figcaption>{divergence_sentence(path, state.variant)}</figcaption></figure>'
+                     f'<figcaption>{html.escape(divergence_sentence(path, state.variant))}</figcaption></figure>'
                      for path in state.paths)
     return f'<div class="recourse-paths">{blocks}</div>'
 
