@@ -192,13 +192,19 @@ def command_train_generator(args: argparse.Namespace) -> int:
 def command_train_denoiser(args: argparse.Namespace) -> int:
     import torch
 
-    from recourse.generation.denoiser_training import DenoiserTrainConfig, train_denoiser
+    from recourse.generation.denoiser_training import DenoiserTrainConfig, pinned_config, train_denoiser
     from recourse.generation.generators import FACE_DENOISER_FOLDER
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    config = DenoiserTrainConfig(**{k: v for k, v in (("steps", args.steps), ("seed", args.seed),
-                                                      ("batch_size", args.batch_size)) if v is not None})
+    given = {k: v for k, v in (("steps", args.steps), ("seed", args.seed), ("batch_size", args.batch_size),
+                               ("fold", args.fold), ("block_out_channels", args.channels and tuple(args.channels)),
+                               ("attention_levels", args.attention and tuple(bool(a) for a in args.attention)),
+                               ("sigma_max", args.sigma_max)) if v is not None}
+    try:
+        config = pinned_config(args.state_dir, DenoiserTrainConfig(**given), given)
+    except (TypeError, ValueError) as error:
+        raise SystemExit(f"error: {error}")
     train = load_images(args, "train", 64)
     val = load_images(args, "val", 64)
     stop_requested = []  # SIGTERM (a session's end, `kill`): save this step's state and leave
@@ -798,6 +804,12 @@ def build_parser() -> argparse.ArgumentParser:
     denoiser.add_argument("--steps", type=int, help="total optimiser steps (default 200000)")
     denoiser.add_argument("--batch-size", type=int)
     denoiser.add_argument("--seed", type=int)
+    denoiser.add_argument("--fold", type=int, help="pixel-unshuffle factor before the UNet (default 4; 2 draws at "
+                                                   "twice the resolution, at about twice the cost)")
+    denoiser.add_argument("--channels", type=int, nargs="+", help="the UNet's channels per level (default 128 192 256)")
+    denoiser.add_argument("--attention", type=int, nargs="+", choices=(0, 1),
+                          help="1 where a level has attention, one per level (default 0 1 0)")
+    denoiser.add_argument("--sigma-max", type=finite_float, help="the largest training noise level (default 1.0)")
     denoiser.add_argument("--max-minutes", type=finite_float, help="stop (saving) once this much training is done in all")
     denoiser.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     denoiser.set_defaults(run=command_train_denoiser)

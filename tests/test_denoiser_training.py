@@ -82,3 +82,27 @@ def test_eight_bit_weights_load_as_float_and_denoise(tmp_path):
     x = torch.rand(2, 3, 32, 32)
     assert torch.allclose(loaded(x, 0.3), model(x, 0.3), atol=2e-2)
     assert 0 < denoising_psnr(loaded, x, 0.3) < 100
+
+
+def test_a_state_folder_pins_its_configuration_and_refuses_another(tmp_path):
+    from recourse.generation.denoiser_training import pinned_config
+
+    small = replace(TINY, fold=2)
+    train_denoiser(images(), images(4), tmp_path, small)
+    assert pinned_config(tmp_path, DenoiserTrainConfig(), {}) == small  # a bare resume trains the same network
+    assert pinned_config(tmp_path, DenoiserTrainConfig(), {"steps": 9}) == replace(small, steps=9)
+    try:
+        pinned_config(tmp_path, DenoiserTrainConfig(fold=4), {"fold": 4})
+    except ValueError as error:
+        assert "fold 4" in str(error) and "uses 2" in str(error)
+    else:
+        raise AssertionError("another fold was accepted for a pinned run")
+
+
+def test_a_configuration_whose_levels_disagree_is_refused():
+    for bad in (dict(attention_levels=(False,)), dict(fold=3), dict(sigma_max=0.01)):
+        try:
+            DenoiserTrainConfig(**bad)
+        except ValueError:
+            continue
+        raise AssertionError(f"{bad} was accepted")

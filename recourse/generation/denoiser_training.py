@@ -24,6 +24,7 @@ from recourse.generation.face_denoiser import FaceDenoiser, denoising_target, ps
 from recourse.generation.generators import load_face_denoiser, save_face_denoiser
 
 CURVE_FILE = "curve.jsonl"
+CONFIG_FILE = "train_config.json"
 EMA_FOLDER = "ema"
 STATE_FILE = "state.pt"
 
@@ -45,10 +46,33 @@ class DenoiserTrainConfig:
     checkpoint_minutes: float = 15.0
     eval_every: int = 500
 
+    def __post_init__(self) -> None:
+        if len(self.block_out_channels) != len(self.attention_levels):
+            raise ValueError(f"one attention flag per level: {len(self.block_out_channels)} levels, "
+                             f"{len(self.attention_levels)} flags")
+        if self.fold < 1 or 64 % self.fold or not 0 < self.sigma_min < self.sigma_max:
+            raise ValueError(f"fold must divide 64 and 0 < sigma_min < sigma_max (fold {self.fold}, "
+                             f"sigmas {self.sigma_min}, {self.sigma_max})")
+
     def model_kwargs(self) -> dict:
         return dict(fold=self.fold, block_out_channels=tuple(self.block_out_channels),
                     layers_per_block=self.layers_per_block, attention_levels=tuple(self.attention_levels),
                     sigma_min=self.sigma_min, sigma_max=self.sigma_max)
+
+
+def pinned_config(state_dir: str | Path, config: DenoiserTrainConfig, given: dict) -> DenoiserTrainConfig:
+    """The run's configuration: fixed by the first run in ``state_dir`` and kept there, so a
+    resumed run trains the same network. ``given`` are the settings a user named this time: one
+    that differs from the pinned run's is refused rather than silently ignored."""
+    path = Path(state_dir) / CONFIG_FILE
+    if not path.is_file():
+        return config
+    pinned = {k: tuple(v) if isinstance(v, list) else v for k, v in json.loads(path.read_text()).items()}
+    clashes = [f"{k} {given[k]!r} (the run there uses {pinned[k]!r})" for k in given
+               if k != "steps" and k in pinned and given[k] != pinned[k]]
+    if clashes:
+        raise ValueError(f"{state_dir} holds a run of another configuration: " + "; ".join(clashes))
+    return DenoiserTrainConfig(**{**pinned, **({"steps": given["steps"]} if "steps" in given else {})})
 
 
 def sample_sigmas(count: int, low: float, high: float, generator: torch.Generator) -> torch.Tensor:
@@ -99,6 +123,7 @@ def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: 
     """
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
+    (state_dir / CONFIG_FILE).write_text(json.dumps(asdict(config), indent=2) + "\n")
     torch.manual_seed(config.seed)
     model = FaceDenoiser(**config.model_kwargs())
     if init_from is not None and not (state_dir / STATE_FILE).is_file():
