@@ -16,6 +16,7 @@ seed. For each task:
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Literal
 
@@ -168,15 +169,16 @@ def own_recourse(images: torch.Tensor, attribute: str, targets: int | torch.Tens
 def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor,
                      teacher_counterfactuals: torch.Tensor, student: Student, config: CounterfactualConfig,
                      generator: FaceGenerator | None, seeds: tuple[int, ...],
-                     stop_on_decider: bool = True) -> StudentRecourse:
+                     stop_on_decider: bool = True, own: CounterfactualResult | None = None) -> StudentRecourse:
     """``x'_g`` for images ``(N, 3, H, W)`` and the student's view of the teacher's ``x'_f``.
 
     The twin's gradients guide ``x'_g``; with ``stop_on_decider`` the integer decider says
     where it stops, so that at margin 0 the student's own recourse is valid for the model
     that decides; the twin's boundary can sit a rounding step from the decider's
-    (``docs/guide.md``, compression)."""
+    (``docs/guide.md``, compression). ``own``: the student's own recourse, already made."""
     index = attribute_index(attribute)
-    own = own_recourse(images, attribute, targets, student, config, generator, seeds, stop_on_decider)
+    if own is None:
+        own = own_recourse(images, attribute, targets, student, config, generator, seeds, stop_on_decider)
     on_teacher, partial = boundary_logits(student.decider, images, teacher_counterfactuals, attribute)
     with torch.no_grad():
         on_own = student.decider(own.images)[:, index]
@@ -212,15 +214,28 @@ class PairedRecourse:
 
 def paired_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor, teacher: nn.Module,
                     student: Student, config: CounterfactualConfig, generator: FaceGenerator | None,
-                    seeds: tuple[int, ...], check: StageCheck = no_check) -> PairedRecourse:
+                    seeds: tuple[int, ...], check: StageCheck = no_check, concurrent: bool = False) -> PairedRecourse:
     """Teacher and student recourse for images ``(N, 3, H, W)`` in [0, 1], one attribute,
     targets ``(N,)`` and one seed per task (the same seed for both models). ``check`` is
-    called after each model's counterfactuals."""
+    called after each model's counterfactuals.
+
+    With ``concurrent`` the two models edit at the same time, the student in a second thread:
+    the edits are independent (each model's own gradient, the same seeds), so the numbers are
+    those of the sequential run, and one face's edits at batch size 1 use the second core that
+    a single edit leaves idle (an audit's wait)."""
     targets = torch.as_tensor(targets).long()
-    teacher_result = generate(images, teacher, attribute, targets, config, generator, seeds)
-    check("full-precision counterfactual")
+    if not concurrent:
+        teacher_result = generate(images, teacher, attribute, targets, config, generator, seeds)
+        check("full-precision counterfactual")
+        own = None
+    else:
+        with ThreadPoolExecutor(max_workers=1) as pool:  # left only once the student's edit is done
+            student_edit = pool.submit(own_recourse, images, attribute, targets, student, config, generator, seeds)
+            teacher_result = generate(images, teacher, attribute, targets, config, generator, seeds)
+            check("full-precision counterfactual")
+            own = student_edit.result()
     student_result = student_recourse(images, attribute, targets, teacher_result.images, student, config,
-                                      generator, seeds)
+                                      generator, seeds, own=own)
     check("compressed counterfactual")
     teacher_logit, teacher_partial = boundary_logits(teacher, images, teacher_result.images, attribute)
     return PairedRecourse(teacher_result, student_result,

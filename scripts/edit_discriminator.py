@@ -6,9 +6,9 @@ generator's counterfactuals from real faces? Trained on one split's edits, teste
     python -m scripts.edit_discriminator --data ../shared/data/celeba-hq-64 \\
         --train-pairs out/realism/train-pairs.npz --test-pairs out/realism/test-pairs.npz --json out/realism/discriminator.json
 
-(``assets/results/edit-discriminator-test-cone.json`` had pairs of the earlier cone walk at
+(``assets/archive/edit-discriminator-test-cone.json`` had pairs of the earlier cone walk at
 margin 6, ``--method pca-walk-cone --margin 6``). The report records the generation settings
-each pairs file names (``pairs_counterfactual``); ``docs/results.md`` shows the commands.
+each pairs file names (``pairs_counterfactual``); ``docs/results/quality.md`` shows the commands.
 
 Each edit is matched with a real face of the same split whose label for the edit's attribute is
 the edit's target (and that is no edit's original): otherwise the classifier could separate the

@@ -10,9 +10,9 @@ Another generator rates the same way: write its pairs with ``save_pairs`` and pa
 ``scripts.blind_rating --pairs`` or ``scripts.rating_page``. The file holds dataset faces: keep
 it under ``out/`` (ignored by git).
 It records the generation settings (``settings``, JSON), which ``scripts.edit_discriminator``
-copies into its report; ``docs/results.md`` shows each committed report's pairs commands with the
+copies into its report; ``docs/results/quality.md`` shows each committed report's pairs commands with the
 options that bring back those settings (``--method pca-walk-cone --margin 6`` for the earlier
-cone walk's, ``assets/results/edit-discriminator-test-cone.json``).
+cone walk's, ``assets/archive/edit-discriminator-test-cone.json``).
 """
 
 from __future__ import annotations
@@ -72,6 +72,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--attributes", nargs="+", default=list(QUALITY_ATTRIBUTES))
     parser.add_argument("--method", help="a counterfactual method (recourse.generation.METHODS); default: the config's")
     parser.add_argument("--margin", type=float, help="logits past the boundary (default: the config's)")
+    parser.add_argument("--region-mask", choices=("on", "off"), help="denoised: confine edits to their region "
+                                                                      "(default: the config's)")
     parser.add_argument("--out", default="out/rating/pairs.npz")
     args = parser.parse_args(argv)
     classifier = load_classifier(teacher_dir())
@@ -80,7 +82,9 @@ def main(argv: list[str] | None = None) -> None:
     chosen = rng.choice(len(faces), args.n, replace=False)
     attributes = rng.choice(args.attributes, args.n)
     config, generator = CounterfactualConfig(), default_generator()
-    config = replace(config, **{k: v for k, v in (("method", args.method), ("margin", args.margin)) if v is not None})
+    region = None if args.region_mask is None else args.region_mask == "on"
+    config = replace(config, **{k: v for k, v in (("method", args.method), ("margin", args.margin),
+                                                  ("region_mask", region)) if v is not None})
     pairs = make_pairs(faces, chosen.tolist(), attributes.tolist(), [config.method] * args.n, classifier, config,
                        generator)
     path = save_pairs(args.out, pairs.originals, pairs.counterfactuals, attributes, pairs.targets,

@@ -42,7 +42,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recourse.audit import minimal_recourse
+from recourse.audit_result import minimal_recourse
 from recourse.checkpoints import load_classifier
 from recourse.data import load_split, to_float_images
 from recourse.foreign.adapter import ForeignClassifier

@@ -11,13 +11,13 @@ The committed runs (the second once ``checkpoints/strong-judge`` exists: the sam
 judges named; ``--judges`` defaults to every committed judge):
 
     python -m scripts.judge_check --data ../shared/data/celeba-hq-64 --n 500 \\
-        --costs assets/results/counterfactual-quality-test.json --attack classifier \\
+        --costs assets/archive/counterfactual-quality-test.json --attack classifier \\
         --json assets/results/judge-check.json
     python -m scripts.judge_check --data ../shared/data/celeba-hq-64 --split val --n 80 --threads 1 \\
-        --costs assets/results/counterfactual-quality-val.json --attack classifier guide --judges judge \\
+        --costs assets/archive/counterfactual-quality-val.json --attack classifier guide --judges judge \\
         --json assets/results/judge-transfer-val.json
     python -m scripts.judge_check --data ../shared/data/celeba-hq-64 --split val --n 80 --threads 1 \\
-        --costs assets/results/counterfactual-quality-val.json --attack classifier guide \\
+        --costs assets/archive/counterfactual-quality-val.json --attack classifier guide \\
         --judges judge strong-judge --json assets/results/judge-transfer-val.json
 
 The JSON keeps the first run's layout: ``attributes`` holds the classifier attacked and the
@@ -93,7 +93,7 @@ def main() -> None:
             print(f"{attacked_name:10s} {attribute:20s} ε {cost:.4f}: mean |Δx| {row.mean_change:.4f}, "
                   f"{attacked_name} flipped {row.attacked_flip_rate:5.1f}%; judges flipped: {seen}", flush=True)
     first = names[0]
-    # the original layout (classifier attacked, first judge), which results_doc and older runs read
+    # the original layout (classifier attacked, first judge), which the results pages (scripts/docs/results) and older runs read
     attributes = [{"attribute": r["attribute"], "n": r["n"], "epsilon": r["epsilon"], "mean_change": r["mean_change"],
                    "classifier_flip_rate": r["attacked_flip_rate"], "judge_flip_rate": r["judges"][first]["flip_rate"],
                    "judge_agreed": r["judges"][first]["agreed"]} for r in transfer if r["attacked"] == "classifier"]

@@ -45,7 +45,7 @@ class Needed:
     tasks: int
 
 
-# The effects the review in issue 26 quotes (first run, assets/benchmark.json): FA¾ rests on
+# The effects the review in issue 26 quotes (first run, assets/archive/benchmark.json): FA¾ rests on
 # the ~76 of 180 partial edits the teacher still rejects; S was all 180 tasks at margin 2.
 DEFAULT_PROPORTIONS = (
     ("cfq-qat − cfq-qat-norecourse, FA¾", 9.6, 16.7, 76 / 180, None),

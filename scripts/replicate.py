@@ -2,8 +2,8 @@
 family value and paired difference of one run inside the other's 95% interval, and do the
 first run's claims (paired differences whose interval excludes zero) hold in the second?
 
-    python -m scripts.replicate assets/benchmark.json out/bench-second/benchmark.json \
-        [--json assets/benchmark-replication.json]
+    python -m scripts.replicate assets/archive/benchmark.json out/bench-second/benchmark.json \
+        [--json assets/archive/benchmark-replication.json]
 
 Prints the claims on all attributes with both runs' values, and the counts over every group;
 ``--json`` writes every comparison.

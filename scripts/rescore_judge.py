@@ -5,7 +5,7 @@ The counterfactuals are the same pictures the run scored (kept at float16, withi
 each pixel); the tasks and targets are re-derived from the same split, ``n`` and classifier.
 
     python -m scripts.rescore_judge --data ../shared/data/celeba-hq-64 --saved out/cf-test.npz \\
-        --json assets/results/counterfactual-quality-test.json
+        --json assets/archive/counterfactual-quality-test.json
 """
 
 from __future__ import annotations

@@ -8,7 +8,7 @@ pixel difference between counterfactuals of the same pixels in another memory la
 batch composition and order.
 
     python -m scripts.stability --data ../shared/data/celeba-hq-64 --variant ptq-int4 --n 200 \\
-        --json assets/results/stability-test.json
+        --json assets/archive/stability-test.json
 """
 
 from __future__ import annotations
@@ -75,7 +75,7 @@ def main() -> None:
     parser.add_argument("--split", default="test")
     parser.add_argument("--variant", default="ptq-int4")
     parser.add_argument("--n", type=int, default=200)
-    # The committed stability-test*.json measured the walk's stop with the cone walk at margin 6
+    # The archived stability-test*.json (assets/archive/) measured the walk's stop with the cone walk at margin 6
     # (the generation default then); these defaults keep their commands reproducing them.
     parser.add_argument("--margin", type=float, default=6.0, help="default 6")
     parser.add_argument("--stop-search", choices=STOP_SEARCHES, help="default: the generation default")

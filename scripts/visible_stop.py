@@ -2,7 +2,7 @@
 trained on other faces stop seeing more change.
 
     python -m scripts.visible_stop --data ../shared/data/celeba-hq-64 --split val --n 24 \\
-        --json assets/results/visible-stop-val.json [--region-mask] [--adaptive-share 0.3]
+        --json assets/results/visible-stop-val.json [--region-mask | --local-regions] [--adaptive-share 0.3]
 
 For each face and attribute the judges cover, the full-precision classifier makes one edit
 aimed past the largest candidate stop (``--edit-margin``, the audit's edit); each candidate
@@ -67,7 +67,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--attributes", nargs="+", default=list(JUDGED))
     parser.add_argument("--stops", nargs="+", type=float, default=list(STOPS))
     parser.add_argument("--edit-margin", type=float, help="the margin the edit aims at (default: the largest stop)")
-    parser.add_argument("--region-mask", action="store_true", help="confine each edit to its attribute's region")
+    parser.add_argument("--region-mask", action="store_true",
+                        help="confine every edit to its attribute's region, the whole face's included, with the "
+                             "edit's own budget (--edit-steps, --edit-learning-rate)")
+    parser.add_argument("--local-regions", action="store_true",
+                        help="the generator's default: local attributes in their region with the region budget, "
+                             "the whole-face ones over the frame")
     parser.add_argument("--adaptive-share", type=float, default=1.0, help="MaskDiME's adaptive cut of the region")
     parser.add_argument("--edit-steps", type=int, help="the edit's optimiser steps (default: the generator's)")
     parser.add_argument("--edit-learning-rate", type=float, help="the edit's Adam step (default: the generator's)")
@@ -79,10 +84,15 @@ def main(argv: list[str] | None = None) -> None:
         parser.error("the visible stop is chosen on validation (or train), never on test")
     torch.set_num_threads(args.threads)
     stops = sorted(args.stops)
+    if args.region_mask and args.local_regions:
+        parser.error("--region-mask and --local-regions are two policies: choose one")
     config = replace(CounterfactualConfig(), margin=args.edit_margin if args.edit_margin is not None else max(stops),
-                     region_mask=args.region_mask, adaptive_share=args.adaptive_share,
+                     region_mask=args.region_mask or args.local_regions, adaptive_share=args.adaptive_share,
                      **{name: getattr(args, name) for name in ("edit_steps", "edit_learning_rate")
                         if getattr(args, name) is not None})
+    if args.region_mask:  # every group confined, on the edit's own budget (the runs of 2026-12-03)
+        config = replace(config, whole_face_region=True, region_edit_steps=config.edit_steps,
+                         region_edit_learning_rate=config.edit_learning_rate)
     classifier, oracle = load_classifier(teacher_dir()).eval(), load_classifier(oracle_dir()).eval()
     generator = load_generator(args.generator)
     faces = load_split(args.data, args.split, classifier.config.resolution, cache_dir=".cache").images[:args.n]

@@ -143,13 +143,13 @@ def test_the_benchmark_tab_reads_its_file(project_home):
     result = BenchmarkResult(date="2026-11-30", command="python -m recourse benchmark", split="test", n=10,
                              attributes=("Smiling",), accuracy_images=20, processes=1, seconds=3.0, settings={},
                              rows=rows)
-    (project_home / "assets").mkdir()
-    (project_home / "assets" / "benchmark.json").write_text(json.dumps(result.to_dict(), allow_nan=False))
+    (project_home / "assets" / "archive").mkdir(parents=True)
+    (project_home / "assets" / "archive" / "benchmark.json").write_text(json.dumps(result.to_dict(), allow_nan=False))
     caption, table, plot = app.benchmark_view()
     assert "2026-11-30" in caption and list(table["method"]) == ["fp32", "ptq-int4"]
     assert list(table["CRG ↓"]) == ["—", "—"]  # undefined, as written (null) in the file
     assert [axis.get_xlabel()[:3] for axis in plot.axes] == ["VD ", "CRG", "Dir"]
-    (project_home / "assets" / "benchmark.json").write_text("{not json")
+    (project_home / "assets" / "archive" / "benchmark.json").write_text("{not json")
     assert "is not a benchmark file" in app.benchmark_view()[0]
 
 

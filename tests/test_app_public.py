@@ -67,7 +67,9 @@ def test_a_public_app_ranks_the_gallery(public_client):
 @pytest.mark.requires("committed_variants")
 def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduces_its_row():
     import app
-    from recourse.audit import AuditSettings, audit_image, judge_says, minimal_recourse
+    from recourse.audit import audit_image
+    from recourse.audit_result import AuditSettings, minimal_recourse
+    from recourse.audit_verdict import judge_says
 
     class Selection:
         index = (0, 1)
@@ -255,8 +257,8 @@ def test_the_benchmark_tab_reads_every_committed_run(run):
 def test_a_damaged_benchmark_file_is_reported_not_shown(tmp_path, monkeypatch):
     import app
 
-    (tmp_path / "assets").mkdir()
-    (tmp_path / "assets" / "benchmark.json").write_text('{"rows": [{"method": "fp32"}]}')
+    (tmp_path / "assets" / "archive").mkdir(parents=True)
+    (tmp_path / "assets" / "archive" / "benchmark.json").write_text('{"rows": [{"method": "fp32"}]}')
     monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
     caption, table, figure = app.benchmark_view("test split, cone walk (superseded)")
     assert "is not a benchmark file" in caption and table is None and figure is None

@@ -10,10 +10,10 @@ import torch
 from torch import nn
 
 from recourse.attribution import AttributionConfig
-from recourse.audit import (
-    AuditSettings, IdentityView, JudgeView, audit_image, audit_steps, identity_verdict, judge_says, judge_verdict,
-    verdict,
-)
+from recourse.audit import audit_image, audit_steps
+from recourse.audit_instruments import IdentityView, JudgeView
+from recourse.audit_result import AuditSettings
+from recourse.audit_verdict import identity_verdict, judge_says, judge_verdict, verdict
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.metrics import image_recourse
@@ -391,7 +391,7 @@ def test_committed_models_audit_a_gallery_face():
     ((True, True, True, 0.03, 0.015, 0.8), 2.0, "a 50% smaller change", None),  # above the floor: as before
 ])
 def test_the_verdict_quotes_no_ratio_below_the_noise_floor(values, face_logit, expected, absent):
-    from recourse.audit import compared
+    from recourse.noise_floor import compared
 
     said = verdict(image_recourse(*values), None, "Smiling", face_logit)
     assert expected in said, said

@@ -12,8 +12,8 @@ import torch
 from recourse.benchmark import (
     BenchmarkConfig, BenchmarkResult, BenchmarkRow, BenchmarkSettings, bootstrap_intervals, run_benchmark,
 )
-from recourse.benchmark.rows import RECOURSE_METRICS
 from recourse.benchmark.tasks import record_columns
+from recourse.benchmark.terms import RECOURSE_METRICS
 from recourse.checkpoints import load_classifier, update_config
 from recourse.cli import main
 from recourse.generation import CounterfactualConfig
@@ -236,7 +236,7 @@ def test_missing_variant_is_a_clear_error(tiny_setup, tmp_path, capsys):
 
 
 def test_paired_difference_takes_crg_and_dirsim_on_the_tasks_both_have_in_b():
-    from recourse.benchmark.rows import paired_difference
+    from recourse.benchmark.terms import paired_difference
 
     records = [_record(0, True, 0.1, True, True, 0.1, 1.0), _record(1, True, 0.1, True, True, 0.3, 0.0),
                _record(2, True, 0.1, True, False, 0.1, 1.0)]
@@ -258,7 +258,8 @@ def test_two_sided_summary_reports_false_acceptance_and_the_lean():
 
 
 def test_seed_bootstrap_and_family_rows_average_over_seeds():
-    from recourse.benchmark.rows import family_of, family_rows, seed_bootstrap
+    from recourse.benchmark.bootstrap import seed_bootstrap
+    from recourse.benchmark.rows import family_of, family_rows
 
     assert family_of("cfq-qat-s2") == "cfq-qat" and family_of("ptq-int4") == "ptq-int4"
     generator = torch.Generator().manual_seed(0)
@@ -305,7 +306,8 @@ def test_margin_sweep_points_from_records():
 
 
 def test_ratio_terms_counted_once_give_the_summary_and_counts_weight_tasks():
-    from recourse.benchmark.rows import _resampled, ratio_terms, summary_values
+    from recourse.benchmark.bootstrap import _resampled
+    from recourse.benchmark.terms import ratio_terms, summary_values
 
     generator = torch.Generator().manual_seed(4)
     draw = lambda: float(torch.rand(1, generator=generator))  # noqa: E731
@@ -337,7 +339,9 @@ def test_a_chunk_is_keyed_by_what_changes_it_only():
 # --- issue 26: direction apart from zero-length recourses, stops, floors, statistics -------
 
 def test_zero_length_recourses_are_counted_apart_not_folded_into_dirsim():
-    from recourse.benchmark.rows import _resampled, paired_difference, proportion_intervals, ratio_terms, summary_values
+    from recourse.benchmark.bootstrap import _resampled
+    from recourse.benchmark.proportions import proportion_intervals
+    from recourse.benchmark.terms import paired_difference, ratio_terms, summary_values
 
     records = [_record(0, True, 0.1, True, True, 0.1, 1.0), _record(1, True, 0.1, True, True, 0.1, 0.8),
                _record(2, True, 0.1, True, True, 0.0, 0.0),  # the student decides t at x: its edit is zero
@@ -392,7 +396,7 @@ def test_the_student_stop_is_a_setting_and_the_committed_runs_keep_the_twins(mon
     assert BenchmarkSettings(student_stop="twin", noise_draws=1, seed_level="resample").fingerprint(inputs) == \
         BenchmarkSettings().fingerprint(inputs)
     for name in ("benchmark", "benchmark-second", "benchmark-val-sweep"):
-        record = json.loads((assets_dir() / f"{name}.json").read_text())
+        record = json.loads((assets_dir() / "archive" / f"{name}.json").read_text())
         assert BenchmarkResult.from_dict(record).to_dict() == record  # readable, new fields not added
         settings = BenchmarkSettings.from_record(record["settings"])
         assert (settings.student_stop, settings.noise_draws, settings.noise_match_split, settings.seed_level,
@@ -460,7 +464,9 @@ def _family_records(tasks: int = 60) -> list[dict]:
 
 
 def test_family_statistics_wilson_tests_equivalence_and_corrected_claims():
-    from recourse.benchmark.rows import claims, family_of, family_rows, seed_draws
+    from recourse.benchmark.bootstrap import seed_draws
+    from recourse.benchmark.claims import claims
+    from recourse.benchmark.rows import family_of, family_rows
 
     records = _family_records()
     names = ("g", "g-s1", "g-s2", "ptq-int4", "fp32-noise", "fp32-noise-s1")
@@ -516,7 +522,7 @@ def test_family_statistics_wilson_tests_equivalence_and_corrected_claims():
 
 
 def test_a_result_with_claims_reads_back():
-    from recourse.benchmark.rows import Claim
+    from recourse.benchmark.claims import Claim
 
     claim = Claim("g", "ptq-int4", "all", "vd", 3.0, 1.0, 5.0, 0.01, 0.04, float("nan"))
     result = BenchmarkResult(date="2026-12-02", command="c", split="test", n=1, attributes=("Smiling",),
@@ -545,11 +551,13 @@ def test_power_script_prints_the_tasks_a_stated_claim_needs(capsys, tmp_path):
 
 
 def test_the_statistics_report_draws_new_runs_and_says_what_old_ones_lack():
-    from recourse.benchmark.rows import claims, family_of, family_rows
+    from recourse.benchmark.claims import claims
+    from recourse.benchmark.rows import family_of, family_rows
     from recourse.paths import assets_dir
     from recourse.render.claims import statistics_report
 
-    old = statistics_report(BenchmarkResult.from_dict(json.loads((assets_dir() / "benchmark.json").read_text())))
+    cone_walk = json.loads((assets_dir() / "archive" / "benchmark.json").read_text())
+    old = statistics_report(BenchmarkResult.from_dict(cone_walk))
     assert "(this run has no corrected claims)" in old and "(this run has no equivalence tests)" in old
     records = _family_records(20)
     names = ("g", "g-s1", "ptq-int4", "fp32-noise")

@@ -257,3 +257,51 @@ def test_audit_command_bad_image_exits_2(project_home, tmp_path, capsys, content
         path.write_bytes(content)
     assert main(["audit", str(path), "--variant", "ptq-int8", "--attribute", "Smiling"]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_audit_json_paths_one_file_per_photo():
+    from recourse.cli.audit import json_paths
+
+    assert json_paths("out/audit.json", ["a/face.jpg"]) == ["out/audit.json"]  # one photo: the path given
+    assert json_paths(None, ["a.jpg", "b.jpg"]) == [None, None]
+    assert json_paths("out/audit.json", ["x/a.jpg", "b.png", "y/a.jpg", "a-2.jpg"]) == [
+        "out/audit-a.json", "out/audit-b.json", "out/audit-a-2.json", "out/audit-a-2-2.json"]  # none overwritten
+
+
+def test_audit_command_audits_several_photos_with_the_models_loaded_once(project_home, tmp_path, monkeypatch, capsys):
+    """Several photos in one call: the models load once, each photo gets its own JSON, and a
+    bad photo is said while the others still run (exit 2)."""
+    import shutil
+
+    from recourse import models
+
+    build_home(project_home, tiny_classifier(seed=0), still_generator(16))
+    loads = []
+    for name in ("load_teacher", "load_student", "load_generator"):
+        loader = getattr(models, name)
+        counted = lambda *args, _loader=loader, _name=name: loads.append(_name) or _loader(*args)  # noqa: E731
+        counted.cache_clear = loader.cache_clear if hasattr(loader, "cache_clear") else lambda: None
+        monkeypatch.setattr(models, name, counted)
+    second = tmp_path / "second.jpg"
+    shutil.copy(portrait(), second)
+    bad = tmp_path / "bad.jpg"
+    bad.write_bytes(b"not an image")
+    out = tmp_path / "audits" / "audit.json"
+    code = main(["audit", str(portrait()), str(bad), str(second), "--variant", "ptq-int8", "--attribute", "Smiling",
+                 "--edit-steps", "1", "--region-mask", "off", "--json", str(out)])  # a short edit: seconds
+    assert code == 2  # one photo failed
+    assert sorted(loads) == ["load_generator", "load_student", "load_teacher"]  # once for the three photos
+    printed = capsys.readouterr()
+    assert "[1/3]" in printed.out and "[3/3]" in printed.out
+    assert "bad.jpg: not a readable image" in printed.err and "1 of 3 photos not audited" in printed.err
+    assert sorted(path.name for path in out.parent.iterdir()) == ["audit-grace_hopper.json", "audit-second.json"]
+    for photo in (portrait(), second):
+        record = json.loads((out.parent / f"audit-{photo.stem}.json").read_text())
+        assert record["image"] == str(photo) and record["verdict"] in printed.out
+
+
+def test_audit_command_of_several_photos_says_a_settings_error_once(project_home, tmp_path, capsys):
+    build_home(project_home, tiny_classifier(seed=0), still_generator(16))
+    assert main(["audit", str(portrait()), str(portrait()), "--variant", "nope", "--attribute", "Smiling"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.count("unknown variant 'nope'") == 1 and "[1/2]" not in captured.out

@@ -86,7 +86,7 @@ def test_help_imports_no_heavy_module():
 def test_single_face_commands_and_the_app_share_one_default_stop():
     """The picture at the visible stop and the numbers at the benchmark's margin, both read
     from the committed files, for audit, counterfactual, scan and the app alike."""
-    from recourse.cli import _single_face_settings
+    from recourse.cli.common import _single_face_settings
     from recourse.stops import committed_stops
 
     parser = build_parser()
@@ -106,11 +106,12 @@ def test_single_face_commands_and_the_app_share_one_default_stop():
 
 
 def test_the_help_names_the_generators_own_defaults():
-    from recourse.cli import DATASET_MARGIN, DENOISED_EDIT_STEPS, DENOISED_SIGMA
+    from recourse.cli.common import DATASET_MARGIN, DENOISED_EDIT_STEPS, DENOISED_REGION_EDIT_STEPS, DENOISED_SIGMA
     from recourse.generation import CounterfactualConfig
 
     defaults = CounterfactualConfig()
     assert (DATASET_MARGIN, DENOISED_SIGMA, DENOISED_EDIT_STEPS) == (defaults.margin, defaults.sigma, defaults.edit_steps)
+    assert DENOISED_REGION_EDIT_STEPS == defaults.region_edit_steps
     commands = build_parser()._subparsers._group_actions[0].choices
     for command in ("benchmark", "evaluate-counterfactuals", "quantize"):
         margin = next(a for a in commands[command]._actions if a.dest == "margin")

@@ -122,13 +122,13 @@ def no_models(monkeypatch):
     """Any model loading fails the test."""
     import recourse.audit
     import recourse.checkpoints
-    import recourse.cli
+    import recourse.cli.common
     import recourse.models
 
     def loaded(*args, **kwargs):
         raise AssertionError("a model was loaded before the settings were checked")
 
-    for module, name in ((recourse.cli, "load_classifier"), (recourse.checkpoints, "load_classifier"),
+    for module, name in ((recourse.cli.common, "load_classifier"), (recourse.checkpoints, "load_classifier"),
                          (recourse.models, "load_teacher"), (recourse.models, "load_student"),
                          (recourse.audit, "audit_image")):
         monkeypatch.setattr(module, name, loaded, raising=False)

@@ -43,9 +43,9 @@ class Brightness(nn.Module):
 
 
 # A random tiny denoiser is far more contractive than a trained one: a low σ and a coarse edit
-# let six steps reach the margin.
+# let six steps reach the margin. Over the whole frame: regions have their own tests (test_regions.py).
 CONFIG = CounterfactualConfig(method="denoised", margin=1.0, edit_steps=6, edit_learning_rate=0.05,
-                              inpaint_steps=2, mask_threshold=0.01, sigma=0.25, edit_resolution=16)
+                              inpaint_steps=2, mask_threshold=0.01, sigma=0.25, edit_resolution=16, region_mask=False)
 
 
 @pytest.fixture(scope="module")

@@ -17,13 +17,13 @@ def a_file(tmp_path):
 def nothing_loads(monkeypatch):
     """Loading data or a model fails the test: the check must come first."""
     import recourse.audit
-    import recourse.cli
+    import recourse.cli.common
 
     def loaded(*args, **kwargs):
         raise AssertionError("data or a model was loaded before the outputs were checked")
 
     for name in ("load_classifier", "load_framed_split", "load_images"):
-        monkeypatch.setattr(recourse.cli, name, loaded)
+        monkeypatch.setattr(recourse.cli.common, name, loaded)
     monkeypatch.setattr(recourse.audit, "audit_image", loaded)
 
 

@@ -11,7 +11,7 @@ from torch import nn
 from recourse.data import ATTRIBUTES, attribute_index
 from recourse.generation import CounterfactualConfig
 from recourse.generation import regions
-from recourse.generation.denoised import denoised_edit, edit_region
+from recourse.generation.denoised import confined_to_region, denoised_edit, edit_budget, edit_region
 from recourse.generation.regions import (
     GROUPS, MEAN_LANDMARKS_64, REGIONS, LandmarkCache, adaptive_mask, region_mask, shape_mask, to_frame,
 )
@@ -138,7 +138,27 @@ def test_a_share_outside_0_1_is_refused(share):
 def test_region_mask_must_be_a_switch():
     with pytest.raises(ValueError, match="region_mask"):
         CounterfactualConfig(region_mask="yes")
-    assert CounterfactualConfig().region_mask is False and CounterfactualConfig().adaptive_share == 1.0
+    with pytest.raises(ValueError, match="whole_face_region"):
+        CounterfactualConfig(whole_face_region=1)
+    with pytest.raises(ValueError, match="region_edit_steps"):
+        CounterfactualConfig(region_edit_steps=-1)
+    # the default chosen on validation: local attributes in their region, the whole face over the frame
+    default = CounterfactualConfig()
+    assert default.region_mask is True and default.whole_face_region is False and default.adaptive_share == 1.0
+
+
+def test_local_attributes_are_confined_with_their_own_budget_and_the_whole_face_is_not():
+    default = CounterfactualConfig()
+    for attribute in ("Smiling", "Eyeglasses", "Bangs", "Goatee"):
+        assert confined_to_region(default, attribute)
+        assert edit_budget(default, attribute) == (default.region_edit_steps, default.region_edit_learning_rate)
+    for attribute in ("Young", "Male", "Heavy_Makeup"):
+        assert not confined_to_region(default, attribute)
+        assert edit_budget(default, attribute) == (default.edit_steps, default.edit_learning_rate)
+    assert confined_to_region(replace(default, whole_face_region=True), "Young")
+    off = replace(default, region_mask=False)
+    assert not any(confined_to_region(off, a) for a in REGIONS)
+    assert edit_budget(off, "Smiling") == (off.edit_steps, off.edit_learning_rate)
 
 
 # --- the landmark cache --------------------------------------------------------------------------
@@ -180,7 +200,7 @@ class TopBrightness(nn.Module):
 
 EDIT = CounterfactualConfig(method="denoised", margin=1.0, edit_steps=4, edit_learning_rate=0.05, inpaint_steps=2,
                             mask_threshold=0.01, mask_dilation=1, sigma=0.25, edit_resolution=16, output_draws=2,
-                            region_mask=True)
+                            region_mask=True, region_edit_steps=4, region_edit_learning_rate=0.05)
 
 
 @pytest.fixture(scope="module")
@@ -223,12 +243,13 @@ def test_the_adaptive_cut_follows_the_models_own_gradient(denoiser, fresh_cache)
 
 
 def test_the_settings_travel_with_results_and_commands():
-    from recourse.cli import build_parser, _counterfactual_config, generation_arguments
+    from recourse.cli import build_parser, generation_arguments
+    from recourse.cli.common import _counterfactual_config
 
-    config = CounterfactualConfig(region_mask=True, adaptive_share=0.3)
-    assert {"region_mask": True, "adaptive_share": 0.3}.items() <= asdict(config).items()
+    config = CounterfactualConfig(region_mask=False, adaptive_share=0.3)  # both away from today's defaults
+    assert {"region_mask": False, "adaptive_share": 0.3}.items() <= asdict(config).items()
     arguments = generation_arguments(asdict(config), CounterfactualConfig())
-    assert arguments == ["--region-mask", "on", "--adaptive-share", "0.3"]
+    assert arguments == ["--region-mask", "off", "--adaptive-share", "0.3"]
     args = build_parser().parse_args(["counterfactual", "face.png", "--attribute", "Smiling", "--out", "o.png",
                                       *arguments])
     assert _counterfactual_config(args) == replace(config, margin=CounterfactualConfig().margin)

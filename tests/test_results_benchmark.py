@@ -1,10 +1,10 @@
-"""scripts/results_benchmark.py: the results page's benchmark on the default generator."""
+"""scripts/docs/results/default_benchmark.py: the results pages' benchmark on the default generator."""
 
 import json
 
 from recourse.paths import assets_dir
-from scripts import results_benchmark
-from scripts.results_doc import benchmark_tables
+from scripts.docs.results import default_benchmark as results_benchmark
+from scripts.docs.results.benchmark import benchmark_tables
 
 
 def _sweep(draws_at_2: tuple[float, ...]) -> dict:
@@ -46,8 +46,9 @@ def test_the_section_waits_for_the_test_run_and_then_draws_it():
     done = "\n".join(results_benchmark.section(files.get, benchmark_tables))
     assert "not finished yet" not in done
     assert f"the test run {record['seconds']:.0f} s" in done
-    assert "#### Directions, zero-length recourses apart" in done and "[family-wise 95%]" in done
-    assert "| fp32-ref-classifier-seed1 (floor) |" in done
+    statistics = "\n".join(results_benchmark.statistics(files.get))  # on its own page, benchmark-claims.md
+    assert "#### Directions, zero-length recourses apart" in statistics and "[family-wise 95%]" in statistics
+    assert "| fp32-ref-classifier-seed1 (floor) |" in statistics
 
 
 def test_a_resumed_run_adds_up_its_segments_less_their_pauses():

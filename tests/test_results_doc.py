@@ -1,5 +1,5 @@
-"""Published numbers tied to their files: docs/results.md, the benchmark's markdown and the
-recorded accuracies must agree with the result files under assets/."""
+"""Published numbers tied to their files: the pages under docs/results/, the benchmark's markdown
+and the recorded accuracies must agree with the result files under assets/."""
 
 import json
 
@@ -10,24 +10,31 @@ from recourse.benchmark.replication import replications, summarise
 from recourse.checkpoints import read_config
 from recourse.paths import assets_dir, project_root, teacher_dir
 from recourse.render.benchmark import markdown_report
-from scripts import results_doc
+from scripts.docs.results import archive, instruments, pages, quality
+from scripts.docs.results import files as results_files
 
 BENCHMARKS = ("benchmark", "benchmark-second", "benchmark-val-sweep")
+ARCHIVE = assets_dir() / "archive"  # the superseded runs, the cone walk's benchmarks among them
 
 
-def test_results_page_is_generated_from_the_assets():
-    assert (project_root() / "docs" / "results.md").read_text() == results_doc.render()
+@pytest.mark.parametrize("name", pages.PAGES)
+def test_results_page_is_generated_from_the_assets(name):
+    assert (pages.DOCS / name).read_text() == pages.render(name)
+
+
+def test_every_page_under_docs_results_is_generated():
+    assert sorted(path.name for path in pages.DOCS.glob("*.md")) == sorted(pages.PAGES)
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_benchmark_markdown_is_its_json_rendered(name):
-    record = json.loads((assets_dir() / f"{name}.json").read_text())
-    assert markdown_report(BenchmarkResult.from_dict(record)) == (assets_dir() / f"{name}.md").read_text()
+    record = json.loads((ARCHIVE / f"{name}.json").read_text())
+    assert markdown_report(BenchmarkResult.from_dict(record)) == (ARCHIVE / f"{name}.md").read_text()
 
 
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_benchmark_json_round_trips(name):
-    record = json.loads((assets_dir() / f"{name}.json").read_text())
+    record = json.loads((ARCHIVE / f"{name}.json").read_text())
     assert BenchmarkResult.from_dict(record).to_dict() == record
 
 
@@ -40,25 +47,26 @@ def test_recorded_accuracy_is_the_evaluated_one():
 
 
 def test_results_page_shows_the_benchmark_rows():
-    page = (project_root() / "docs" / "results.md").read_text()
-    record = json.loads((assets_dir() / "benchmark.json").read_text())
+    page = (pages.DOCS / "archive-benchmark.md").read_text()
+    record = json.loads((ARCHIVE / "benchmark.json").read_text())
     for row in record["rows"]:
         assert f"| {row['method']} | {row['acc']:.2f} |" in page
 
 
 def test_a_changed_asset_makes_the_page_stale(tmp_path, monkeypatch):
-    committed = (project_root() / "docs" / "results.md").read_text()
+    committed = (pages.DOCS / "archive-benchmark.md").read_text()
     results = tmp_path / "assets" / "results"
     results.mkdir(parents=True)
     for path in (assets_dir() / "results").glob("*.json"):
         (results / path.name).write_text(path.read_text())
-    record = json.loads((assets_dir() / "benchmark.json").read_text())
+    record = json.loads((ARCHIVE / "benchmark.json").read_text())
     record["rows"][1]["acc"] = 12.34
-    (tmp_path / "assets" / "benchmark.json").write_text(json.dumps(record))
+    (tmp_path / "assets" / "archive").mkdir()
+    (tmp_path / "assets" / "archive" / "benchmark.json").write_text(json.dumps(record))
     for name in ("benchmark-second.json", "benchmark-val-sweep.json", "benchmark-replication.json"):
-        (tmp_path / "assets" / name).write_text((assets_dir() / name).read_text())
+        (tmp_path / "assets" / "archive" / name).write_text((ARCHIVE / name).read_text())
     monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
-    page = results_doc.render()
+    page = pages.render("archive-benchmark.md")
     assert "| ptq-int8 | 12.34 |" in page and page != committed
 
 
@@ -71,18 +79,19 @@ def test_the_replication_section_lists_the_first_runs_claims(monkeypatch):
               "summary": {"compared": 2, "second_inside_first": 1, "first_inside_second": 1, "claims": 1,
                           "claims_held": 0, "claims_second_inside_first": 0},
               "values": [claim, {**claim, "reference": "", "claim": False, "held": False}]}
-    monkeypatch.setattr(results_doc, "_load", lambda name: record if name == "benchmark-replication.json" else None)
-    text = "\n".join(results_doc.replication_section())
+    monkeypatch.setattr(results_files, "load", lambda name: record if name == "benchmark-replication.json" else None)
+    text = "\n".join(archive.replication_section())
     assert "Tasks 0–179 against tasks 180–359" in text and "The first run makes 1 claims" in text
     assert "| cfq-qat − ptq-int4 | VD | -2.0 [-3.0, -1.0] | +0.5 [-0.5, 1.5] | no | **no** |" in text
     assert text.count("| cfq-qat") == 1  # a family's own value is not a claim
 
 
 def test_the_committed_replication_compares_the_two_committed_runs():
-    record = json.loads((assets_dir() / "benchmark-replication.json").read_text())
+    record = json.loads((ARCHIVE / "benchmark-replication.json").read_text())
     assert (record["first"]["file"], record["second"]["file"]) == ("assets/benchmark.json", "assets/benchmark-second.json")
-    first, second = (BenchmarkResult.from_dict(json.loads((project_root() / record[run]["file"]).read_text()))
-                     for run in ("first", "second"))
+    # the record names each file where it was then; both now lie under assets/archive/
+    first, second = (BenchmarkResult.from_dict(json.loads((project_root() / results_files.current_paths(
+        record[run]["file"])).read_text())) for run in ("first", "second"))
     assert (record["first"]["first_task"], record["second"]["first_task"]) == (0, first.n)  # disjoint tasks
     found = replications(first, second)
     assert record["values"] == json.loads(json.dumps([d.to_dict() for d in found]))
@@ -110,14 +119,15 @@ def test_the_instruments_read_their_numbers_and_say_what_is_not_measured(tmp_pat
     (results / "edit-discriminator-test.json").write_text(json.dumps({
         "command": "python -m scripts.edit_discriminator", "auc": 0.8125, "train_auc": 0.9, "n_train": 40, "n_test": 20}))
     monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
-    page = results_doc.render()
+    page, archived = pages.render("quality.md"), pages.render("archive.md")
     assert "| Smiling | 0.0200 | 100.0 | 2.0 (9) | 0.0 (8) | 50.0 | 30.0 (9) | 5.0 (8) |" in page
     assert "The judge is flipped on 2.0–4.0% of the faces by the attack on the classifier, 10.0–30.0%" in page
     assert "The strong-judge is flipped on 0.0–1.0% of the faces by the attack on the classifier, 2.5–5.0%" in page
     assert "is not trained yet" not in page  # both judges are in the file
     assert "was in training" not in page  # nor was either unfinished
     assert "Test AUC 0.812 (train 0.900; 40 train and 20 test faces" in page
-    assert "_The two-model floor (the seed-1 classifier is being trained" in page and "--reference-models" in page
+    assert "_The two-model floor (the seed-1 classifier is being trained" in archived
+    assert "--reference-models" in archived
     assert "_The identity calibration: not measured yet._" in page
 
 
@@ -128,12 +138,12 @@ def test_a_judge_at_the_majority_rate_is_named(monkeypatch):
     sighted = {"per_attribute": {a: 90.0 for a in QUALITY_ATTRIBUTES}, "majority_baseline_per_attribute": majority}
     blind = {"per_attribute": {**sighted["per_attribute"], "Young": 61.0}, "majority_baseline_per_attribute": majority}
     files = {"eval-judge-val.json": sighted, "eval-strong-judge-val.json": blind}
-    monkeypatch.setattr(results_doc, "_load", files.get)
-    text = "\n".join(results_doc.judges_accuracy_table())
+    monkeypatch.setattr(results_files, "load", files.get)
+    text = "\n".join(instruments.judges_accuracy_table())
     assert "(cannot see it): radius 3 (strong) on Young" in text
     assert "| Young | 60.0 | 90.0 | 61.0 |" in text
     files["eval-strong-judge-val.json"] = sighted
-    assert "at least 2 points above the majority rate on every" in "\n".join(results_doc.judges_accuracy_table())
+    assert "at least 2 points above the majority rate on every" in "\n".join(instruments.judges_accuracy_table())
 
 
 # --- the commands shown reproduce their files (recourse.cli.reproduction) ----------------------
@@ -152,10 +162,10 @@ def _quality_report(settings: dict) -> dict:
 
 
 def test_a_quality_run_of_the_cone_walk_shows_the_options_that_make_it():
-    text = "\n".join(results_doc.quality_table("val", "counterfactual-quality-val.json", _quality_report(_cone_settings())))
+    text = "\n".join(quality.quality_table("val", "counterfactual-quality-val.json", _quality_report(_cone_settings())))
     # only what differs from today's defaults, and not the sigma the walk never reads
     assert ("python -m recourse evaluate-counterfactuals --data d --split val --n 4 "
-            "--json assets/results/counterfactual-quality-val.json --counterfactual-method pca-walk-cone --margin 6\n") in text
+            "--json assets/archive/counterfactual-quality-val.json --counterfactual-method pca-walk-cone --margin 6\n") in text
     assert "--sigma" not in text
 
 
@@ -164,10 +174,10 @@ def test_a_quality_run_at_todays_defaults_shows_its_command_as_recorded():
 
     from recourse.generation import CounterfactualConfig
 
-    text = "\n".join(results_doc.quality_table("val", "counterfactual-quality-val.json",
+    text = "\n".join(quality.quality_table("val", "counterfactual-quality-val.json",
                                                _quality_report(asdict(CounterfactualConfig()))))
     assert ("python -m recourse evaluate-counterfactuals --data d --split val --n 4 "
-            "--json assets/results/counterfactual-quality-val.json\n") in text
+            "--json assets/archive/counterfactual-quality-val.json\n") in text
     assert "--counterfactual-method" not in text and "--margin" not in text
 
 
@@ -198,7 +208,7 @@ def test_a_benchmark_run_from_before_the_method_existed_names_the_cone_walk_and_
     the twin's stop, one noise draw matched on its own images and the seeds resampled."""
     from recourse.cli import reproduction
 
-    record = json.loads((assets_dir() / "benchmark-val-sweep.json").read_text())
+    record = json.loads((ARCHIVE / "benchmark-val-sweep.json").read_text())
     assert "method" not in record["settings"]["counterfactual"] and "student_stop" not in record["settings"]
     shown = reproduction(record["command"], record["settings"])
     assert shown == record["command"] + (" --counterfactual-method pca-walk-cone --margin 6 --student-stop twin "
@@ -219,9 +229,18 @@ def test_a_benchmark_run_at_todays_defaults_shows_its_command_as_recorded():
 
 
 def _shown_runs():
-    """(file, record) of every committed run whose command the results page shows as a recourse command."""
-    names = [name for _, name in (*results_doc.QUALITY, *results_doc.BENCHMARKS)] + ["benchmark-foreign.json"]
-    return [(name, results_doc._load(name)) for name in names if results_doc._load(name) is not None]
+    """(file, record) of every committed run whose command the results pages show as a recourse command."""
+    names = [name for _, name in (*quality.QUALITY, *archive.BENCHMARKS)] + ["benchmark-foreign.json"]
+    return [(name, results_files.load(name)) for name in names if results_files.load(name) is not None]
+
+
+def _page_of(name: str) -> str:
+    """The page under docs/results/ that shows the committed run ``name``."""
+    if name == "benchmark-foreign.json":
+        return "foreign-models.md"
+    if name.startswith("benchmark"):
+        return "archive-benchmark-second.md" if name == "benchmark-second.json" else "archive-benchmark.md"
+    return "archive.md" if results_files.archived(name) else "quality.md"
 
 
 @pytest.mark.parametrize("name", [name for name, _ in _shown_runs()])
@@ -233,8 +252,8 @@ def test_the_page_shows_each_committed_run_with_the_options_that_reproduce_it(na
     record = dict(_shown_runs())[name]
     shown = reproduction(record["command"], record["settings"])
     if name.startswith("counterfactual-quality"):  # shown writing the file it reproduces
-        shown = results_doc.writing(shown, f"assets/results/{name}")
-    assert shown in (project_root() / "docs" / "results.md").read_text()
+        shown = results_files.writing(shown, results_files.location(name))
+    assert shown in (pages.DOCS / _page_of(name)).read_text()
     assert reproduction(shown, record["settings"]) == shown
     counterfactual = record["settings"].get("counterfactual", record["settings"])
     if counterfactual.get("method", "pca-walk-cone") == "pca-walk-cone":  # every committed run so far
@@ -248,8 +267,9 @@ def test_the_committed_benchmark_runs_are_quoted_with_the_options_that_reproduce
 
     from recourse.cli import reproduction
 
-    page, readme = results_doc.DOC.read_text(), (project_root() / "README.md").read_text()
-    records = [json.loads((assets_dir() / name).read_text()) for name in ("benchmark.json", "benchmark-second.json")]
+    page = "".join((pages.DOCS / name).read_text() for name in ("archive-benchmark.md", "archive-benchmark-second.md"))
+    readme = (project_root() / "README.md").read_text()
+    records = [json.loads((ARCHIVE / name).read_text()) for name in ("benchmark.json", "benchmark-second.json")]
     shown = [reproduction(record["command"], record["settings"]) for record in records]
     assert all(command in page for command in shown)
     for quoted in re.findall(r"`(python -m recourse benchmark [^`]*--out out/bench-(?:test|second)[^`]*)`", readme):
@@ -263,13 +283,13 @@ def test_the_discriminator_shows_the_pairs_commands_of_its_generator(monkeypatch
 
     record = {"command": "python -m scripts.edit_discriminator --json x.json", "auc": 0.7, "train_auc": 0.9,
               "n_train": 400, "n_test": 400}
-    monkeypatch.setattr(results_doc, "_load", lambda name: record if name == results_doc.DISCRIMINATOR else None)
-    text = "\n".join(results_doc.discriminator_paragraph())
+    monkeypatch.setattr(results_files, "load", lambda name: record if name == instruments.DISCRIMINATOR else None)
+    text = "\n".join(instruments.discriminator_paragraph())
     # recorded before the pairs' settings were: made with the earlier defaults, the cone walk at margin 6
     assert "--split train --n 200 --out out/realism/train-pairs.npz --method pca-walk-cone --margin 6\n" in text
     assert "--split test --n 200 --out out/realism/test-pairs.npz --method pca-walk-cone --margin 6\n" in text
     record["pairs_counterfactual"] = {"train": asdict(CounterfactualConfig()), "test": asdict(CounterfactualConfig())}
-    text = "\n".join(results_doc.discriminator_paragraph())
+    text = "\n".join(instruments.discriminator_paragraph())
     assert "--out out/realism/train-pairs.npz\n" in text and "--method" not in text
 
 

@@ -1,7 +1,7 @@
 """The results page's independent judges: the calibration with its ceilings, and each baseline's
 seen rates beside them with the CelebA-trained judges as secondary columns."""
 
-from scripts import results_judges
+from scripts.docs.results import judges as results_judges
 
 
 def calibration_row(judge, attribute, auc, independent=True):

@@ -4,7 +4,8 @@ import pytest
 import torch
 
 from recourse.attribution import AttributionConfig
-from recourse.audit import AuditSettings, audit_image
+from recourse.audit import audit_image
+from recourse.audit_result import AuditSettings
 from recourse.generation import CounterfactualConfig
 from recourse.metrics import image_recourse
 from recourse.paired import Student

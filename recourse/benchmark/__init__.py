@@ -5,7 +5,8 @@ table, intervals, paired differences) → ``run`` (loading, caching keys, proces
 The markdown and plots are drawn by :mod:`recourse.render.benchmark`.
 """
 
-from recourse.benchmark.rows import BenchmarkRow, bootstrap_intervals
+from recourse.benchmark.bootstrap import bootstrap_intervals
+from recourse.benchmark.rows import BenchmarkRow
 from recourse.benchmark.run import BenchmarkConfig, BenchmarkResult, run_benchmark
 from recourse.benchmark.tasks import BenchmarkSettings
 

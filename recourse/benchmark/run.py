@@ -19,9 +19,10 @@ from typing import Any
 
 import torch
 
+from recourse.benchmark.claims import Claim, claims
 from recourse.benchmark.rows import (
-    NEW_FAMILY_FIELDS, NEW_ROW_FIELDS, NOISE_CONTROL, REFERENCE_PREFIX, BenchmarkRow, Claim, FamilyRow, VariantFacts,
-    benchmark_rows, claims, family_rows, model_decisions,
+    NEW_FAMILY_FIELDS, NEW_ROW_FIELDS, NOISE_CONTROL, REFERENCE_PREFIX, BenchmarkRow, FamilyRow, VariantFacts,
+    benchmark_rows, family_rows, model_decisions,
 )
 from recourse.benchmark.sweep import SweepPoint, sweep_points, sweep_records
 from recourse.benchmark.tasks import FP32, BenchmarkSettings, task_records

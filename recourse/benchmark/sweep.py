@@ -14,7 +14,8 @@ from typing import Callable
 import torch
 from torch import nn
 
-from recourse.benchmark.rows import BOOTSTRAP_SAMPLES, NOISE_CONTROL, bootstrap_intervals, family_of
+from recourse.benchmark.bootstrap import BOOTSTRAP_SAMPLES, bootstrap_intervals
+from recourse.benchmark.rows import NOISE_CONTROL, family_of
 from recourse.benchmark.tasks import BenchmarkSettings, attribute_groups, cached_teacher_part, chunk_bounds
 from recourse.data import to_float_images
 from recourse.generation import FaceGenerator

@@ -39,7 +39,8 @@ EQUIVALENCE_MARGINS: tuple[tuple[str, float], ...] = (
 # The values of settings a run recorded before they existed (BenchmarkSettings.from_record).
 LEGACY_SETTINGS = {"student_stop": "twin", "noise_draws": 1, "noise_match_split": None, "seed_level": "resample",
                    "task_weights": "multinomial", "equivalence_margins": ()}
-LEGACY_COUNTERFACTUAL = {"method": "pca-walk-cone"}  # the generation settings' likewise
+# the generation settings' likewise: the cone walk, and edits over the whole frame (regions came later)
+LEGACY_COUNTERFACTUAL = {"method": "pca-walk-cone", "region_mask": False}
 
 
 @dataclass(frozen=True)

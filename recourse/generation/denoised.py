@@ -48,7 +48,7 @@ from torch import nn
 from recourse.data import ATTRIBUTES
 from recourse.generation.face_denoiser import FaceDenoiser
 from recourse.generation.guidance import STOP_HALVINGS, _halve, past_margin
-from recourse.generation.regions import adaptive_mask, region_mask
+from recourse.generation.regions import REGIONS, adaptive_mask, region_mask
 
 
 def _noise(seed: int, stream: int, shape: tuple[int, ...]) -> torch.Tensor:
@@ -142,14 +142,26 @@ def input_gradient(image: torch.Tensor, model: nn.Module, index: int, sign: torc
     return gradient
 
 
+def confined_to_region(config, attribute: str) -> bool:
+    """Whether ``attribute``'s edit is confined to its face region under ``config``."""
+    return config.region_mask and (config.whole_face_region or REGIONS[attribute] != "whole_face")
+
+
+def edit_budget(config, attribute: str) -> tuple[int, float]:
+    """``(steps, learning rate)`` of ``attribute``'s edit: a region-confined edit gets its own."""
+    if confined_to_region(config, attribute):
+        return config.region_edit_steps, config.region_edit_learning_rate
+    return config.edit_steps, config.edit_learning_rate
+
+
 def edit_region(image: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config) -> torch.Tensor | None:
     """``(B, 1, H, W)`` in [0, 1]: where ``model`` may edit ``image`` for attribute ``index``
     (its face region with ``region_mask``, cut to ``adaptive_share`` of it by the model's own
     gradient); None where the whole frame may change."""
-    if not config.region_mask and config.adaptive_share >= 1:
+    confined = confined_to_region(config, ATTRIBUTES[index])
+    if not confined and config.adaptive_share >= 1:
         return None
-    region = (region_mask(image, ATTRIBUTES[index]).mask if config.region_mask
-              else torch.ones_like(image[:, :1]))
+    region = region_mask(image, ATTRIBUTES[index]).mask if confined else torch.ones_like(image[:, :1])
     if config.adaptive_share < 1:
         region = adaptive_mask(region, input_gradient(image, model, index, sign), config.adaptive_share)
     return region
@@ -167,14 +179,15 @@ def denoised_edit(image: torch.Tensor, model: nn.Module, index: int, sign: torch
     sigma01 = config.sigma / 2  # the denoiser's σ is in [−1, 1] units, the image in [0, 1]
     # The edit lives on a coarse grid, upsampled smoothly: per-pixel steps become a speckle
     # larger than the noise the denoiser removes, which it then passes through.
+    steps, learning_rate = edit_budget(config, ATTRIBUTES[index])
     coarse = torch.zeros(1, 3, config.edit_resolution, config.edit_resolution, requires_grad=True)
-    optimizer = torch.optim.Adam([coarse], lr=config.edit_learning_rate)
+    optimizer = torch.optim.Adam([coarse], lr=learning_rate)
 
     def upsampled() -> torch.Tensor:
         edit = F.interpolate(coarse, size=image.shape[-2:], mode="bilinear", align_corners=False)
         return edit if region is None else region * edit
 
-    for step in range(config.edit_steps):
+    for step in range(steps):
         if difference:
             change = _denoised_change(denoiser, image, upsampled(), seed, step, config.sigma)
             seen = (image + change).clamp(0, 1)
@@ -191,12 +204,12 @@ def denoised_edit(image: torch.Tensor, model: nn.Module, index: int, sign: torch
         optimizer.step()
     with torch.no_grad():
         if difference:
-            draws = [_denoised_change(denoiser, image, upsampled(), seed, config.edit_steps + k, config.sigma)
+            draws = [_denoised_change(denoiser, image, upsampled(), seed, steps + k, config.sigma)
                      for k in range(config.output_draws)]
             change = torch.stack(draws).mean(dim=0)
             mask = _within(change_mask(image + change, image, config.mask_threshold, config.mask_dilation), region)
             return (image + mask * change).clamp(0, 1), mask
-        noise = _noise(seed, config.edit_steps, tuple(image.shape))
+        noise = _noise(seed, steps, tuple(image.shape))
         edited = denoiser((image + upsampled()).clamp(0, 1) + sigma01 * noise, config.sigma).clamp(0, 1)
         reference = denoiser(image + sigma01 * noise, config.sigma).clamp(0, 1)
     mask = _within(change_mask(edited, reference, config.mask_threshold, config.mask_dilation), region)

@@ -11,8 +11,11 @@ import datetime
 import html
 import json
 
-from recourse.audit import AuditResult, JudgeView, Predictions, judge_says, on_boundary
+from recourse.audit_instruments import JudgeView
+from recourse.audit_result import AuditResult, Predictions
+from recourse.audit_verdict import judge_says
 from recourse.data import ATTRIBUTES
+from recourse.noise_floor import on_boundary
 from recourse.recourse_path import divergence_sentence
 from recourse.render.methods import method_summary
 from recourse.render.path_plot import path_svg
@@ -116,7 +119,7 @@ def _card_value(result: AuditResult, key: str) -> tuple[str, str]:
         return ("valid ✓", _GOOD) if value else ("not valid ✗", _BAD)
     if value is None:
         return "undefined: " + html.escape(r.reason), _NEUTRAL
-    if key in ("crg", "dirsim") and not result.compared:  # noise, not a finding (recourse.audit.NOISE_FLOOR_COST)
+    if key in ("crg", "dirsim") and not result.compared:  # noise, not a finding (recourse.noise_floor.NOISE_FLOOR_COST)
         why = "on the boundary" if on_boundary(r, result.face_logit) else "below the noise floor"
         return f"not compared: {why}", _NEUTRAL
     if key == "dirsim":
@@ -131,7 +134,7 @@ _JUDGE_NOTE = {"not counted": " Not counted: it saw the target on the face alrea
 
 
 def strong_judge_says(result: AuditResult, model: str) -> str:
-    """:func:`recourse.audit.judge_says` for the stronger judge, or why it is absent ("not trained")."""
+    """:func:`recourse.audit_verdict.judge_says` for the stronger judge, or why it is absent ("not trained")."""
     if result.strong_judge is None:
         return result.missing.get("strong_judge", "no judge")
     return judge_says(result.strong_judge, model)

@@ -15,9 +15,9 @@ from recourse.ui.errors import without_paths
 
 BENCHMARKS = {"test split, denoised generator": "benchmark-denoised.json",
               "validation margin sweep, denoised generator": "results/val-sweep-denoised.json",
-              "test split, cone walk (superseded)": "benchmark.json",
-              "test split, cone walk, second run on other faces": "benchmark-second.json",
-              "validation margin sweep, cone walk": "benchmark-val-sweep.json"}
+              "test split, cone walk (superseded)": "archive/benchmark.json",
+              "test split, cone walk, second run on other faces": "archive/benchmark-second.json",
+              "validation margin sweep, cone walk": "archive/benchmark-val-sweep.json"}
 
 
 def first_benchmark_run() -> str:

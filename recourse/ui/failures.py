@@ -12,7 +12,8 @@ import numpy as np
 from PIL import Image
 
 from recourse import faces
-from recourse.audit import judge_says, model_resolution
+from recourse.audit_instruments import model_resolution
+from recourse.audit_verdict import judge_says
 from recourse.data import ATTRIBUTES, SPLITS, to_float_images
 from recourse.inputs import Choice, OneOf, UploadedFiles
 from recourse.memory import give_back

@@ -10,7 +10,7 @@ from dataclasses import replace
 
 import gradio as gr
 
-from recourse.audit import AuditSettings, product_settings
+from recourse.audit_result import AuditSettings, product_settings
 from recourse.generation import METHODS, CounterfactualConfig
 from recourse.stops import committed_stops
 from recourse.progress import StageCheck

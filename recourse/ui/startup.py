@@ -11,7 +11,8 @@ import gradio as gr
 import numpy as np
 from PIL import Image
 
-from recourse.audit import COMMITTED, audit_image, model_resolution, resolve_identity, resolve_strong_judge
+from recourse.audit import audit_image
+from recourse.audit_instruments import COMMITTED, model_resolution, resolve_identity, resolve_strong_judge
 from recourse.checkpoints import CheckpointError
 from recourse.instance_folder import prune_abandoned
 from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_status

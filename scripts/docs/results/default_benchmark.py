@@ -1,7 +1,9 @@
-"""The results page's benchmark on the default (denoised) generator, issue 26's design in
-the order it was done: the margin chosen on validation, N chosen from a power calculation,
-then the one test run on faces no earlier run used, with its corrected claims. Drawn from
-the committed files only (``scripts/results_doc.py`` puts it on ``docs/results.md``)."""
+"""The benchmark on the default (denoised) generator: its design, the test run and its statistics.
+
+Issue 26's design in the order it was done: the margin chosen on validation, N chosen from a
+power calculation, then the one test run on faces no earlier run used (``section``, on
+``docs/results/benchmark.md``), with its corrected claims (``statistics``, on
+``docs/results/benchmark-claims.md``). Drawn from the committed files only."""
 
 from __future__ import annotations
 
@@ -113,18 +115,29 @@ def margin_line(reached: dict | None) -> list[str]:
 
 def test_run(record: dict, tables: Callable[[str, str, dict], list[str]], sweep_seconds: float | None,
              segments: dict | None = None, reached: dict | None = None) -> list[str]:
-    """The run's table and its issue-26 statistics: directions with zero-length edits apart,
-    Wilson intervals, TOST against the floor rows and the claims that survive correction."""
+    """The run's table, its wall time and whether the teacher's recourse reached the margin."""
     result = BenchmarkResult.from_dict(record)
     first = record["settings"].get("first_task", 0)
     lines = tables(f"The test run: tasks {first}–{first + result.n - 1}", TEST_RUN, record)
-    lines += wall_time(result, sweep_seconds, segments) + margin_line(reached)
-    lines += ["#### Directions, zero-length recourses apart", "", direction_table(result), "",
-              "#### Shares with Wilson intervals (never [0, 0])", "", wilson_table(list(result.families)), "",
-              "#### On the floor? TOST against the noise draws and the second full-precision seed", "",
-              equivalence_table(result), "",
-              "#### The claims that hold after correction (all attributes)", "", claims_table(result), ""]
-    return lines
+    return lines + wall_time(result, sweep_seconds, segments) + margin_line(reached)
+
+
+def statistics(load: Loader) -> list[str]:
+    """The test run's issue-26 statistics: directions with zero-length edits apart, Wilson
+    intervals, TOST against the floor rows and the claims that survive correction."""
+    record = load(TEST_RUN)
+    lines = ["## The test run's statistics", ""]
+    if record is None:
+        return lines + ["_The test run: not finished yet._ It comes from:", "", "```bash", TEST_COMMAND, "```", ""]
+    result = BenchmarkResult.from_dict(record)
+    first = record["settings"].get("first_task", 0)
+    return lines + [f"### The test run: tasks {first}–{first + result.n - 1}", "",
+                    "Its table, settings and command: [the benchmark](benchmark.md).", "",
+                    "#### Directions, zero-length recourses apart", "", direction_table(result), "",
+                    "#### Shares with Wilson intervals (never [0, 0])", "", wilson_table(list(result.families)), "",
+                    "#### On the floor? TOST against the noise draws and the second full-precision seed", "",
+                    equivalence_table(result), "",
+                    "#### The claims that hold after correction (all attributes)", "", claims_table(result), ""]
 
 
 def section(load: Loader, tables: Callable[[str, str, dict], list[str]]) -> list[str]:
@@ -139,7 +152,9 @@ def section(load: Loader, tables: Callable[[str, str, dict], list[str]]) -> list
         lines += power_choice(power, record["n"] if record else int(_planned("--tasks")))
     if record is None:
         return lines + ["_The test run: not finished yet._ It comes from:", "", "```bash", TEST_COMMAND, "```", ""]
-    return lines + test_run(record, tables, sweep["seconds"] if sweep else None, load(SEGMENTS), load(MARGIN_REACHED))
+    return lines + test_run(record, tables, sweep["seconds"] if sweep else None, load(SEGMENTS), load(MARGIN_REACHED)) + [
+        "Its directions with zero-length recourses apart, Wilson intervals, equivalence tests and corrected claims: "
+        "[the test run's statistics](benchmark-claims.md).", ""]
 
 
 def _planned(option: str) -> str:

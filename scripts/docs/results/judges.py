@@ -1,8 +1,9 @@
-"""The results page's independent judges: what each judge gives real faces (its calibration
-and ceilings) and what it says about a counterfactual run (seen rates beside those ceilings,
-shifts), judges trained on other faces first and the project's CelebA-trained judges as
-secondary columns. Drawn from the committed files only (``scripts/results_doc.py`` puts it on
-``docs/results.md``)."""
+"""The independent judges on the quality page: their calibration, ceilings and the visible stop.
+
+What each judge gives real faces (its calibration and ceilings) and what it says about a
+counterfactual run (seen rates beside those ceilings, shifts), judges trained on other faces
+first and the project's CelebA-trained judges as secondary columns. Drawn from the committed
+files only (``scripts/docs/results/quality.py`` puts it on ``docs/results/quality.md``)."""
 
 from __future__ import annotations
 
@@ -14,10 +15,16 @@ CALIBRATION = "independent-judges-test.json"
 BASELINES = ("independent-judges-baseline-m10.json", "independent-judges-baseline-m2.json")
 # The visible stop's validation runs (scripts/visible_stop.py): the default, then the edits
 # confined to the attribute's region and cut by the model's own gradient, measured alike.
-VISIBLE_STOP_RUNS = (("edits as today (the default)", "visible-stop-val.json"),
-                     ("confined to the attribute's region", "visible-stop-val-region.json"),
+VISIBLE_STOP_RUNS = (("edits over the frame (the rule's run; the edits until the region choice)", "visible-stop-val.json"),
+                     ("every edit confined to its region, the frame's budget", "visible-stop-val-region.json"),
                      ("region cut to half by the model's gradient (MaskDiME)", "visible-stop-val-adaptive.json"),
-                     ("region, 48 steps at learning rate 0.03", "visible-stop-val-region48.json"))
+                     ("every edit confined, 48 steps at learning rate 0.03", "visible-stop-val-region48.json"),
+                     ("the mouth confined, 24 steps at 0.06", "visible-stop-val-region24-lr06.json"),
+                     ("the mouth confined, 32 steps at 0.045", "visible-stop-val-region32-lr045.json"),
+                     ("eyes and hair confined, 48 steps at 0.03 (today's default for local attributes)",
+                      "visible-stop-val-region48-local.json"),
+                     ("eyes and hair over the frame", "visible-stop-val-off-local.json"))
+AT_STOP = 10.0  # the per-attribute rows are read at the visible stop
 CALIBRATE_COMMAND = ("python -m scripts.calibrate_judges --data ../shared/data/celeba-hq-64 "
                      "--json assets/results/independent-judges-test.json")
 
@@ -132,5 +139,10 @@ def visible_stop_section(load: Loader) -> list[str]:
         lines += [f"| {row['stop']:g} | {_value(row['shift'], 2)} | {_value(row['seen_over_ceiling'], 2)} | "
                   f"{_value(row['fva'], 1)} | {_value(row['mnac'], 2)} | {_value(row['flip_rate'], 1)} |"
                   for row in record["summary"]]
+        lines += ["", f"At stop {AT_STOP:g}, by attribute:", "", "| attribute | mean shift | FVA % | MNAC | FR % |",
+                  "|---|---:|---:|---:|---:|"]
+        lines += [f"| {entry['attribute']} | {_value(row['shift'], 2)} | {_value(row['fva'], 1)} | "
+                  f"{_value(row['mnac'], 2)} | {_value(row['flip_rate'], 1)} |"
+                  for entry in record["attributes"] for row in entry["stops"] if row["stop"] == AT_STOP]
         lines.append("")
     return lines

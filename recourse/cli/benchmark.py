@@ -1,0 +1,92 @@
+"""``recourse benchmark``: all variants against the classifier: Acc, VD, CRG, DirSim, cost, speed."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from recourse.cli.common import (
+    _cache, _command_line, _counterfactual_config, _model_dir, add_data_options, add_generation_options, finite_float,
+)
+from recourse.names import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, METHODS, SPLITS
+from recourse.paths import variants_dir
+
+
+def register(commands) -> None:
+    bench = commands.add_parser("benchmark", help="all variants against the classifier: Acc, VD, CRG, DirSim, cost, speed")
+    add_data_options(bench)
+    add_generation_options(bench)
+    bench.add_argument("--split", choices=SPLITS, default="test")
+    bench.add_argument("--n", "--tasks", dest="n", type=int, default=500,
+                       help="recourse tasks (one per image, attributes in turn); under torchrun or accelerate "
+                            "launch write --tasks, since their own parsers read --n as one of their options")
+    bench.add_argument("--first-task", type=int, default=0,
+                       help="task (image of the split) to start at: a second run on other faces starts at --tasks")
+    bench.add_argument("--out", required=True, help="folder for benchmark.json, benchmark.md and the resumable cache")
+    bench.add_argument("--variants", "--methods", dest="variants", nargs="+", default=list(METHODS),
+                       help="variant folders of --variants-dir: method ids, seeds (-s1) and ablations "
+                            "(default: one per method)")
+    bench.add_argument("--attributes", nargs="+", default=list(DEFAULT_ATTRIBUTES + HELD_OUT_ATTRIBUTES),
+                       help="the four of the recourse points (Smiling, Young, Male, Eyeglasses) are reported "
+                            "apart from the others, which no method saw")
+    bench.add_argument("--margins", nargs="*", type=finite_float, default=[],
+                       help="margin sweep: VD, false acceptance and cost of the teacher's recourse at these margins")
+    bench.add_argument("--noise-control", default="ptq-int4",
+                       help="variant whose agreement the full-precision-plus-weight-noise control row matches "
+                            "('none': no control)")
+    bench.add_argument("--checkpoint", help="full-precision classifier (default checkpoints/classifier)")
+    bench.add_argument("--variants-dir", help="folder of variant folders (default checkpoints/variants)")
+    bench.add_argument("--chunk-size", type=int, default=20, help="tasks per cached chunk")
+    bench.add_argument("--student-stop", choices=("decider", "twin"), default="decider",
+                       help="where each student's own edit stops: on the model whose decisions are scored (default) "
+                            "or on its float twin (the committed runs)")
+    bench.add_argument("--noise-draws", type=int, default=3, help="noise controls, one per noise seed (default 3)")
+    bench.add_argument("--noise-match-split", choices=("val", "train", "test", "tasks"), default="val",
+                       help="faces the noise control's sigma is matched on (default val; 'tasks': the run's own "
+                            "images, as the committed runs did)")
+    bench.add_argument("--seed-level", choices=("parametric", "resample"), default="parametric",
+                       help="the intervals' seed level: s/sqrt(k)·t(k-1) (default) or the seeds resampled")
+    bench.add_argument("--task-weights", choices=("multinomial", "dirichlet"), default="multinomial",
+                       help="the intervals' task level: the ordinary bootstrap (default) or the Bayesian one")
+    bench.add_argument("--reference-models", nargs="*", default=[],
+                       help="other full-precision classifier folders, each a reference row fp32-ref-<folder>")
+    bench.add_argument("--models", nargs="*", default=[],
+                       help="model cards (files or folders) of your own models, each a row against the classifier; "
+                            "a quantized one is also timed against the float model of the same runtime given here "
+                            "(docs/foreign-models.md)")
+    bench.set_defaults(run=run)
+
+
+def _benchmark_settings(args: argparse.Namespace):
+    """The BenchmarkSettings of a parsed ``benchmark`` command."""
+    from recourse.benchmark import BenchmarkSettings
+
+    return BenchmarkSettings(n=args.n, first_task=args.first_task, attributes=tuple(args.attributes),
+                             chunk_size=args.chunk_size,
+                             counterfactual=_counterfactual_config(args),
+                             seen_attributes=tuple(a for a in DEFAULT_ATTRIBUTES if a in args.attributes),
+                             margins=tuple(args.margins),
+                             noise_control=None if args.noise_control == "none" else args.noise_control,
+                             student_stop=args.student_stop, noise_draws=args.noise_draws,
+                             noise_match_split=None if args.noise_match_split == "tasks" else args.noise_match_split,
+                             seed_level=args.seed_level, task_weights=args.task_weights)
+
+
+def run(args: argparse.Namespace) -> int:
+    from recourse.benchmark import BenchmarkConfig, run_benchmark
+    from recourse.progress import stage_bars
+    from recourse.render.benchmark import markdown_table, write_markdown
+
+    settings = _benchmark_settings(args)
+    config = BenchmarkConfig(
+        data=Path(args.data), out=Path(args.out), split=args.split, settings=settings, variants=tuple(args.variants),
+        checkpoint=_model_dir(args, args.checkpoint), variants_dir=Path(args.variants_dir or variants_dir()),
+        generator=args.generator, image_cache=_cache(args), command=_command_line(args),
+        reference_models=tuple(Path(folder) for folder in args.reference_models),
+        models=tuple(Path(card) for card in args.models))
+    result = run_benchmark(config, stage_bars("task"))
+    if result is not None:
+        write_markdown(result, config.out)
+        print(markdown_table(list(result.rows)))
+        print(f"wrote {config.out / 'benchmark.json'} and {config.out / 'benchmark.md'} in {result.seconds:.0f} s")
+    return 0

@@ -1,0 +1,1 @@
+"""Scripts that write documentation pages from the committed files."""

@@ -1,0 +1,135 @@
+"""The benchmark pages: the default generator's run, its statistics and the tables every run shares."""
+
+from __future__ import annotations
+
+from recourse.benchmark import BenchmarkResult
+from recourse.cli import reproduction
+from recourse.render.benchmark import (
+    PAIRED_REFERENCES, families_table, family_paired_table, markdown_table, paired_table, sweep_table,
+)
+from scripts.docs.results import default_benchmark, files
+
+METRIC_NAMES = {"vd": ("VD", "lower", 1), "fa_75": ("FA¾", "lower", 1), "logit_gap": ("|Δlogit|", "lower", 2),
+                "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
+DIRECTIONS = "dirsim-references-val.json"
+CONE_REFERENCE = "benchmark-reference.json"  # the same floor rows with the earlier cone walk (archived)
+
+
+def conclusions(result: BenchmarkResult, reference: str, group: str = "all") -> list[str]:
+    """One line per method (over its seeds where it has several): which paired differences
+    with ``reference`` have a 95% interval that excludes zero."""
+    lines = []
+    compared = [(f.family, f.paired.get(reference, {}).get(group)) for f in result.families] if result.families \
+        else [(row.method, row.paired.get(reference)) for row in result.rows]
+    for name_, versus in compared:
+        if not versus:
+            continue
+        better, worse = [], []
+        for metric, (name, good, digits) in METRIC_NAMES.items():
+            if metric not in versus:
+                continue
+            difference, low, high = versus[metric]
+            if low is None or high is None:
+                continue
+            text = f"{name} {difference:+.{digits}f} [{low:.{digits}f}, {high:.{digits}f}]"
+            if low > 0 or high < 0:
+                improves = (difference < 0) == (good == "lower")
+                (better if improves else worse).append(text)
+        parts = []
+        if better:
+            parts.append("better on " + ", ".join(better))
+        if worse:
+            parts.append("worse on " + ", ".join(worse))
+        lines.append(f"- `{name_}` against `{reference}`: "
+                     + ("; ".join(parts) if parts else "no difference whose 95% interval excludes zero") + ".")
+    return lines
+
+
+def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
+    result = BenchmarkResult.from_dict(record)
+    margin = result.settings.get("counterfactual", {}).get("margin")
+    lines = [f"### {title}", "", f"`{reproduction(result.command, record['settings'])}` ({result.date}, "
+             f"{result.seconds:.0f} s, N = {result.n} "
+             f"tasks, attributes {', '.join(result.attributes)}, margin {margin}; "
+             f"`assets/{name.replace('.json', '.md')}` adds intervals and per-attribute values)", "",
+             markdown_table(list(result.rows)), ""]
+    families = list(result.families)
+    if families:
+        lines += ["Each method over its fine-tuning seeds: mean ± sd across seeds [95% interval, bootstrap over "
+                  "seeds and tasks].", "", families_table(families), ""]
+        if any("held_out" in f.metrics for f in families):
+            lines += ["On the eight held-out attributes only:", "", families_table(families, "held_out"), ""]
+        for reference in PAIRED_REFERENCES:
+            for group in ("all", "held_out"):
+                if any(group in f.paired.get(reference, {}) for f in families):
+                    lines += [f"Paired with `{reference}` on shared tasks, {group.replace('_', '-')} attributes:", "",
+                              family_paired_table(families, reference, group), "",
+                              *conclusions(result, reference, group), ""]
+    else:
+        for reference in PAIRED_REFERENCES:
+            if any(reference in row.paired for row in result.rows):
+                lines += [f"Paired with `{reference}` on the same tasks (95% bootstrap intervals over tasks):", "",
+                          paired_table(list(result.rows), reference), "", *conclusions(result, reference), ""]
+    if result.sweep:
+        names = [row.method for row in result.rows if row.method != "fp32" and row.method == row.family]
+        lines += ["Margin sweep: the teacher's recourse made to each margin; VD % [95% interval over tasks, where "
+                  "recorded] / FA¾ % of each model:", "",
+                  sweep_table(list(result.sweep), names), ""]
+    return lines
+
+
+
+def _interval(row: dict, metric: str, digits: int) -> str:
+    value, (low, high) = row.get(metric), row["intervals"].get(metric, [None, None])
+    if value is None:
+        return "—"
+    return f"{value:.{digits}f}" + ("" if low is None else f" [{low:.{digits}f}, {high:.{digits}f}]")
+
+
+def direction_section() -> list[str]:
+    """DirSim and CRG on the default generator beside a second full-precision classifier."""
+    record = files.load(DIRECTIONS)
+    lines = ["## Recourse directions on the default generator", ""]
+    if record is None:
+        return lines + ["Not measured yet.", ""]
+    method = record["settings"]["counterfactual"]
+    lines += [f"Each model edits through the face denoiser on its own (`{method['method']}`, σ {method['sigma']:g}, "
+              f"margin {method['margin']:g}); no direction is shared. {record['n']} {record['split']} tasks "
+              f"({', '.join(record['attributes'])} in turn), {record['seconds']:.0f} s on one process:", "",
+              "```bash", record["command"], "```", "",
+              "| row | bits/weight | agreement % | \\|Δlogit\\| | CRG [95%] | DirSim % [95%] | zero-length edits | N |",
+              "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    for row in record["rows"]:
+        if row["method"] == "fp32":
+            continue
+        zero = row["proportions"]["zero_edits"]
+        lines.append(f"| {row['method']} | {row['bits_per_weight']:.2f} | {row['agreement']:.2f} | "
+                     f"{_interval(row, 'logit_gap', 2)} | {_interval(row, 'crg', 3)} | {_interval(row, 'dirsim', 1)} | "
+                     f"{zero['count']} of {zero['n']} | {row['n']} |")
+    zero = sum(row["proportions"]["zero_edits"]["count"] for row in record["rows"] if row["method"] != "fp32")
+    cone = [row["dirsim"] for row in (files.load(CONE_REFERENCE) or {}).get("rows", []) if row.get("dirsim")]
+    earlier = (f" With the earlier cone walk the same rows on test sat at DirSim {min(cone):.1f}–{max(cone):.1f} "
+               f"(`{files.location(CONE_REFERENCE)}`, [archive](archive-benchmark.md))." if cone else "")
+    return lines + ["", "Zero-length edits (the model already decides the target on the face) are counted apart and "
+                        f"left out of DirSim (`dirsim_moved`; here {zero or 'none'}). A second full-precision classifier "
+                        "of another seed (`fp32-ref-…`) is the reference a variant's direction is read against." + earlier,
+                    ""]
+
+
+def page() -> list[str]:
+    return [*direction_section(), *default_benchmark.section(files.load, benchmark_tables)]
+
+
+def claims_page() -> list[str]:
+    return default_benchmark.statistics(files.load)
+
+
+def headline() -> str:
+    """The test run's size and how many of its paired differences hold after correction."""
+    record = files.load(default_benchmark.TEST_RUN)
+    if record is None:
+        return "the test run: not finished yet"
+    result = BenchmarkResult.from_dict(record)
+    tested = [claim for claim in result.claims if claim.p == claim.p]
+    held = sum(claim.holds(0.05, "holm") for claim in tested)
+    return f"N = {result.n} test tasks; {held:,} of {len(tested):,} paired differences hold after Holm's correction"
