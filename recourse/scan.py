@@ -155,7 +155,7 @@ def scan_images(
         x = torch.stack([next(images) for _ in batch_names])  # (B, 3, H, W)
         targets = flip_targets(teacher, x, attribute)
         paired = paired_recourse(x, attribute, targets, teacher, student, settings.counterfactual, generator,
-                                 seeds=(seed,) * len(x), check=check)
+                                 seeds=(seed,) * len(x), check=check, concurrent=True)  # the two models at once
         face_logits = torch.logit(paired.teacher.probability_before.double())
         for i, name in enumerate(batch_names):
             recourse = paired.columns.image(i)

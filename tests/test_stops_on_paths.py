@@ -40,3 +40,32 @@ def test_the_columns_of_given_counterfactuals_are_paired_recourses_own(generator
                             paired.student.counterfactuals)
     for name in recomputed.__dataclass_fields__:
         assert torch.equal(getattr(recomputed, name), getattr(paired.columns, name)), name
+
+
+def test_the_two_models_editing_at_once_give_the_sequential_numbers(generator):
+    images = faces(2)
+    student = Student("staircase", Brightness(), Brightness(step=0.7))
+    one_after_other = paired_recourse(images, "Smiling", torch.ones(2), Brightness(), student, CONFIG, generator,
+                                      seeds=(1, 2))
+    at_once = paired_recourse(images, "Smiling", torch.ones(2), Brightness(), student, CONFIG, generator,
+                              seeds=(1, 2), concurrent=True)
+    assert torch.equal(at_once.teacher.images, one_after_other.teacher.images)
+    assert torch.equal(at_once.student.counterfactuals, one_after_other.student.counterfactuals)
+    assert torch.equal(at_once.student.edits, one_after_other.student.edits)
+    for name in at_once.columns.__dataclass_fields__:
+        assert torch.equal(getattr(at_once.columns, name), getattr(one_after_other.columns, name)), name
+
+
+def test_a_stage_limit_hit_while_both_models_edit_is_raised_after_the_second_edit_ends(generator):
+    images = faces(1)
+    student = Student("staircase", Brightness(), Brightness(step=0.7))
+    calls = []
+
+    def check(stage):
+        calls.append(stage)
+        raise TimeoutError(stage)
+
+    with pytest.raises(TimeoutError, match="full-precision"):
+        paired_recourse(images, "Smiling", torch.ones(1), Brightness(), student, CONFIG, generator, seeds=(1,),
+                        check=check, concurrent=True)
+    assert calls == ["full-precision counterfactual"]
