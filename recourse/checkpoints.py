@@ -6,7 +6,7 @@ read, on the very bytes that are then parsed. Shape checks alone let a checkpoin
 flipped biases or altered weight bytes load and give wrong numbers without a word. The
 manifest is not a signature: whoever can write the folder can re-record it; it makes any
 change to a checkpoint's content a deliberate, reviewable step (``python -m
-scripts.record_manifests FOLDER``) instead of a silent one."""
+scripts.chores.record_manifests FOLDER``) instead of a silent one."""
 
 from __future__ import annotations
 
@@ -29,7 +29,7 @@ from recourse.paths import shown
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"
 MANIFEST_FILE = "manifest.json"
-RECORD_COMMAND = "python -m scripts.record_manifests"
+RECORD_COMMAND = "python -m scripts.chores.record_manifests"
 
 
 class CheckpointError(ValueError):

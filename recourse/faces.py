@@ -3,7 +3,7 @@
 The detector is OpenCV's frontal-face Haar cascade, which ships inside the
 ``opencv-python-headless`` wheel: it runs offline and downloads nothing. Its box is mapped
 to the CelebA-HQ framing by a fixed ratio measured on CelebA-HQ training images
-(``python -m scripts.calibrate_framing --data PATH``).
+(``python -m scripts.chores.calibrate_framing --data PATH``).
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from PIL import Image
 from recourse import jpeg_markers
 
 # Where the Haar box sits in a CelebA-HQ frame (fractions of the frame side), medians over
-# 386 training images (python -m scripts.calibrate_framing).
+# 386 training images (python -m scripts.chores.calibrate_framing).
 HQ_BOX_CENTER = (0.500, 0.555)
 HQ_BOX_WIDTH = 0.656
 # Original CelebA Align&Cropped photos (178×218) all share one framing; the CelebA-HQ crop
@@ -39,25 +39,25 @@ MAX_PIXELS = 40_000_000
 # included). 40 MP of 8-bit grey fit; an RGB or RGBA PNG of more than 20 MP does not (a JPEG
 # is decoded reduced, see _decode). A WebP took about twice its decoded size more at peak
 # (libwebp's own buffer, then Pillow's copy), so it counts three times. Measured with
-# python -m scripts.upload_memory. A progressive (or multi-scan) JPEG also keeps the DCT
+# python -m scripts.measurements.upload_memory. A progressive (or multi-scan) JPEG also keeps the DCT
 # coefficients of the whole image at full size, whatever it is reduced to: 128 bytes an 8×8
 # block of each component, 3 bytes a pixel in 4:2:0 colour, 6 in 4:4:4, 8 in CMYK (a 627 KB
 # 40 MP CMYK one took 312 MB); they count too (jpeg_markers.coefficient_bytes), so the
 # largest square progressive JPEGs let through are 37 MP of grey, 21 MP of 4:2:0 colour,
-# 8.4 MP of 4:4:4 and 7 MP of CMYK (python -m scripts.jpeg_scans --decode).
+# 8.4 MP of 4:4:4 and 7 MP of CMYK (python -m scripts.measurements.jpeg_scans --decode).
 MAX_DECODED_BYTES = 80 * 2**20
 # A JPEG's scans, counted from its markers before anything is decoded (see _check_jpeg).
 # libjpeg decodes each scan over every block of its components, so repeating a cheap scan
 # costs time and hardly any bytes: a 442 KB 40 MP progressive JPEG whose last scan was
 # repeated to 2,500 scans took 58 s and 156 MB here (129 s on the issue's machine). Measured
-# with python -m scripts.jpeg_scans FOLDERS --encoders: every one of the 35,064 CelebA
+# with python -m scripts.measurements.jpeg_scans FOLDERS --encoders: every one of the 35,064 CelebA
 # photos here (5,063 Align&Cropped, 30,000 HQ) and the repo's assets is baseline, 1 scan;
 # the progressive files written by Pillow, OpenCV and libjpeg-turbo's cjpeg and jpegtran
 # (any quality, subsampling, optimize, arithmetic coding) have 10 scans in colour, 6 in
 # grey and 18 in CMYK, mozjpeg's optimised scans 4 to 7. The limit leaves over three times
 # the most. At it, the costliest file the memory cap lets through (37 MP of grey, each of
 # its scans in turn repeated to 64, Huffman or arithmetic coded) decoded in at most 1.7 s
-# with 82-90 MiB at peak, the upload's bytes included (python -m scripts.jpeg_scans --decode).
+# with 82-90 MiB at peak, the upload's bytes included (python -m scripts.measurements.jpeg_scans --decode).
 MAX_JPEG_SCANS = 64
 ENCODER_MAX_SCANS = 18  # the most measured above (libjpeg's CMYK script), for the message
 # Bytes of fill or garbage between a JPEG's header segments: libjpeg skips them, but

@@ -8,7 +8,7 @@
   VD is small), read from the committed validation sweep: per-image validity, CRG and DirSim
   are read here by default;
 * **visible**: the stop chosen on validation as the smallest at which the judges trained on
-  other faces stop seeing more change (``scripts/visible_stop.py``): the picture is shown here.
+  other faces stop seeing more change (``scripts/measurements/visible_stop.py``): the picture is shown here.
 
 All three are points of the same straight path from the face to the model's whole edit, which
 aims at the largest of them (or at the visible-stop run's own edit margin).

@@ -59,8 +59,9 @@ def finite_float(text: str) -> float:
     return value
 
 
-# commands whose --out is one file (the others write a folder there)
+# commands whose --out is one file (the others write a folder there): a picture, or text
 _FILE_OUTPUTS = ("counterfactual",)
+_TEXT_OUTPUTS = ("claims",)
 
 
 def check_outputs(args: argparse.Namespace) -> None:
@@ -69,7 +70,9 @@ def check_outputs(args: argparse.Namespace) -> None:
     if getattr(args, "json", None):
         writable_file(args.json)
     if getattr(args, "out", None):
-        if args.command in _FILE_OUTPUTS:
+        if args.command in _TEXT_OUTPUTS:
+            writable_file(args.out)
+        elif args.command in _FILE_OUTPUTS:
             extension = Path(args.out).suffix.lower()
             if Image.registered_extensions().get(extension) not in Image.SAVE:
                 raise ValueError(f"cannot write {args.out}: give a picture file name such as cf.png")

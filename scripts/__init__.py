@@ -1,0 +1,1 @@
+"""The project's scripts, by what they make; ``python -m scripts`` lists them."""

@@ -27,7 +27,7 @@ SHARED_DATA = ROOT.parent / "shared" / "data"
 HQ_DATA = SHARED_DATA / "celeba-hq-64"
 ALIGNED_DATA = SHARED_DATA / "celeba-aligned-dev"
 COMMITTED = ROOT / "checkpoints"
-CHROMIUM = Path("/usr/bin/chromium")  # Debian's; scripts/app_screenshot.py drives the same one
+CHROMIUM = Path("/usr/bin/chromium")  # Debian's; scripts/figures/app_screenshot.py drives the same one
 
 
 def _committed_variants_built() -> bool:
@@ -301,7 +301,7 @@ def browser_and_url():
     """``(browser, url)``: the real app and headless Chromium, once per browser test module."""
     from playwright.sync_api import sync_playwright
 
-    from scripts.app_screenshot import CHROMIUM_FLAGS, start_app
+    from scripts.figures.app_screenshot import CHROMIUM_FLAGS, start_app
 
     with start_app() as url, sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)

@@ -19,7 +19,7 @@ from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.render.audit_html import CARD_TITLES
 from recourse.ui.settings import STOPS
-from scripts.app_screenshot import start_app
+from scripts.figures.app_screenshot import start_app
 from tests.conftest import ROOT, build_home, still_generator, tiny_classifier
 
 FLIP = "flip the full-precision decision"

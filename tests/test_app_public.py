@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 import torch
 
-from scripts.app_screenshot import start_app
+from scripts.figures.app_screenshot import start_app
 
 ROOT = Path(__file__).resolve().parents[1]
 GALLERY = "gallery faces"

@@ -536,16 +536,16 @@ def test_a_result_with_claims_reads_back():
 
 def test_power_script_prints_the_tasks_a_stated_claim_needs(capsys, tmp_path):
     from recourse.benchmark.statistics import pairs_for_mean_difference, pairs_for_paired_proportions
-    from scripts import power
+    from recourse.cli import main
 
-    assert power.main(["--proportion", "fa", "10", "20", "0.5", "20", "--mean", "dirsim", "1.0", "2.0", "1.0",
+    assert main(["power", "--proportion", "fa", "10", "20", "0.5", "20", "--mean", "dirsim", "1.0", "2.0", "1.0",
                        "--json", str(tmp_path / "power.json")]) == 0
     table = json.loads((tmp_path / "power.json").read_text())["claims"]
     units = pairs_for_paired_proportions(-0.1, 0.2)
     assert (table[0]["units"], table[0]["tasks"]) == (units, math.ceil(units / 0.5))
     assert table[1]["units"] == table[1]["tasks"] == pairs_for_mean_difference(1.0, 2.0)
     assert f"| fa | proportion | -10 | discordance 20.0% | {units:,} |" in capsys.readouterr().out
-    assert power.main(["--family-size", "10", "--mean", "d", "1", "2", "1", "--json", str(tmp_path / "p.json")]) == 0
+    assert main(["power", "--family-size", "10", "--mean", "d", "1", "2", "1", "--json", str(tmp_path / "p.json")]) == 0
     assert json.loads((tmp_path / "p.json").read_text())["claims"][0]["units"] == \
         pairs_for_mean_difference(1.0, 2.0, alpha=0.005)
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from recourse.instruments.rating import load_pairs, save_pairs
-from scripts import blind_rating
+from scripts.figures import blind_rating
 from tests.conftest import ROOT, random_faces, still_generator, tiny_classifier
 
 
@@ -49,7 +49,7 @@ def test_the_command_writes_a_page_its_pairs_and_its_key_outside_the_repository(
         assert hidden not in text
     printed = capsys.readouterr().out
     assert "3/3: face" in printed and "(pca-walk 2, denoised 1, walrus-generator 2)" in printed
-    assert f"python -m scripts.score_ratings ratings-{key['page_id']}.json --key {out / 'key.json'}" in printed
+    assert f"python -m scripts.measurements.score_ratings ratings-{key['page_id']}.json --key {out / 'key.json'}" in printed
 
 
 @pytest.mark.parametrize("where", ["out", "key"])

@@ -260,7 +260,7 @@ def test_unrecorded_changes_to_committed_checkpoints_are_refused(tmp_path, name,
 
 def test_every_committed_checkpoint_has_a_true_manifest():
     from recourse.checkpoints import verify_folder
-    from scripts.record_manifests import committed_folders
+    from scripts.chores.record_manifests import committed_folders
 
     folders = committed_folders(COMMITTED)
     assert COMMITTED / "classifier" in folders and COMMITTED / "generator" in folders

@@ -70,7 +70,7 @@ def test_a_checkpoint_records_its_manifest_and_update_config_keeps_it_true(saved
     (lambda d: (d / "config.json").write_text("{"), r"config.json: its content does not match manifest.json"),
     (lambda d: (d / "model.safetensors").write_bytes((d / "model.safetensors").read_bytes()[:-4]),
      r"model.safetensors: its content does not match manifest.json"),
-    (lambda d: (d / "manifest.json").unlink(), r"manifest.json: no content manifest; .* scripts.record_manifests"),
+    (lambda d: (d / "manifest.json").unlink(), r"manifest.json: no content manifest; .* scripts.chores.record_manifests"),
     (lambda d: (d / "manifest.json").write_text(json.dumps({"sha256": {
         "config.json": json.loads((d / "manifest.json").read_text())["sha256"]["config.json"]}})),
      r"model.safetensors: not listed in .*manifest.json"),

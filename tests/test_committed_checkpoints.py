@@ -40,7 +40,7 @@ def test_committed_checkpoint_reproduces_its_recorded_test_accuracy(name):
 
 
 def test_every_variant_is_committed_documented_and_together_under_60_mb():
-    from scripts.make_variants import plan
+    from scripts.chores.make_variants import plan
 
     assert METHOD_VARIANTS == ("ptq-int8", "ptq-int4", "gptq", "cf-ptq", "cfq-qat", "mixedprec-qat", "kd-quant",
                                "prune-quant")

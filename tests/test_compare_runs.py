@@ -3,7 +3,7 @@ import json
 import torch
 from safetensors.torch import save_file
 
-from scripts import compare_runs
+from scripts.measurements import compare_runs
 
 
 def _run(folder, teacher_value: float, cost: float) -> None:

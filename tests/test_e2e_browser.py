@@ -3,7 +3,7 @@
 import pytest
 
 from recourse.render.audit_html import CARD_TITLES
-from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS, audit_gallery_face, start_app
+from scripts.figures.app_screenshot import CHROMIUM, CHROMIUM_FLAGS, audit_gallery_face, start_app
 
 pytestmark = [pytest.mark.requires("chromium", "playwright", "committed_variants"), pytest.mark.slow]
 

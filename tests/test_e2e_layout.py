@@ -1,11 +1,11 @@
 """The screen as a reader sees it (issue 24), in headless Chromium at 1280×800 and at a
 390×844 phone: before an audit, after one, and on the Benchmark tab. Each test fails on
-horizontal overflow, clipped text or a word broken across lines (scripts/screen_checks.py)."""
+horizontal overflow, clipped text or a word broken across lines (scripts/figures/screen_checks.py)."""
 
 import pytest
 
-from scripts.app_screenshot import audit_gallery_face
-from scripts.screen_checks import broken_words, clipped_text, horizontal_overflow
+from scripts.figures.app_screenshot import audit_gallery_face
+from scripts.figures.screen_checks import broken_words, clipped_text, horizontal_overflow
 
 pytestmark = [pytest.mark.requires("chromium", "playwright", "committed_variants"), pytest.mark.slow]
 LAYOUTS = [pytest.param((1280, 800), id="1280x800"), pytest.param((390, 844), id="390x844")]

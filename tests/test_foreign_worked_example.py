@@ -1,6 +1,6 @@
 """The worked example's ONNX Runtime half on the real classifier and faces: exported, quantized
 by ONNX Runtime's static quantizer on train faces, loaded through its card, deciding exactly as
-the runtime called directly (scripts/foreign_models.py does the same at full size, with torchao)."""
+the runtime called directly (scripts/chores/foreign_models.py does the same at full size, with torchao)."""
 
 from __future__ import annotations
 

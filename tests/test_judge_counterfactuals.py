@@ -8,7 +8,7 @@ import torch
 from recourse.data import attribute_index
 from recourse.instruments.calibration import Calibration
 from recourse.instruments import set_verdicts
-from scripts import judge_counterfactuals
+from scripts.measurements import judge_counterfactuals
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""The committed gallery (``assets/gallery/``) is what ``scripts/make_gallery.py`` writes from its
+"""The committed gallery (``assets/gallery/``) is what ``scripts/figures/make_gallery.py`` writes from its
 table of public-domain photos: every face a real photograph, with its provenance."""
 
 import json
@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scripts import make_gallery
-from scripts.make_gallery import GALLERY, PHOTOS
+from scripts.figures import make_gallery
+from scripts.figures.make_gallery import GALLERY, PHOTOS
 
 
 def gallery_pngs() -> list:

@@ -1,4 +1,4 @@
-"""scripts/margin_reached.py: whether the teacher's recourse reaches the stated margin."""
+"""recourse margin-reached: whether the teacher's recourse reaches the stated margin."""
 
 import json
 
@@ -6,7 +6,8 @@ import pytest
 import torch
 
 from recourse.caches import write_tensors
-from scripts import margin_reached
+from recourse.benchmark import margin_reached
+from recourse.cli import main
 
 
 def _part(folder, start, logit, target, valid):
@@ -23,7 +24,7 @@ def test_it_counts_valid_recourses_past_the_margin_towards_their_target(tmp_path
     found = margin_reached.margin_reached(tmp_path, margin=2.0)
     assert (found.chunks, found.tasks, found.valid, found.reached) == (2, 5, 4, 2)
     assert found.minimum == pytest.approx(-1.0) and found.maximum == pytest.approx(2.5)
-    assert margin_reached.main([str(tmp_path), "--margin", "2", "--json", str(tmp_path / "m.json")]) == 0
+    assert main(["margin-reached", str(tmp_path), "--margin", "2", "--json", str(tmp_path / "m.json")]) == 0
     assert json.loads((tmp_path / "m.json").read_text())["reached"] == 2
 
 

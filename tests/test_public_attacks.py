@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scripts.app_screenshot import app_process
+from scripts.figures.app_screenshot import app_process
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "assets" / "examples" / "grace-hopper.jpg"
@@ -239,7 +239,7 @@ def test_a_jpeg_of_thousands_of_scans_is_refused_at_once_and_named_once_per_scan
     import httpx
     from gradio_client import handle_file
 
-    from scripts.jpeg_scans import encode, photo_texture, with_scans
+    from scripts.measurements.jpeg_scans import encode, photo_texture, with_scans
 
     url, _, client = server
     attack = tmp_path / "scans.jpg"
@@ -689,7 +689,7 @@ def test_a_browser_upload_is_audited_and_a_bomb_refused_in_public_mode(server, t
     upload path, recourse.faces) works in public mode, and states the budget."""
     from playwright.sync_api import sync_playwright
 
-    from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS
+    from scripts.figures.app_screenshot import CHROMIUM, CHROMIUM_FLAGS
     from tests.test_limits import BOMBS
 
     url, _, _ = server

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 
 from recourse.instruments.rating import RatingError, load_pairs, merge_pairs, rating_page, save_pairs, score_ratings
-from scripts import rating_page as rating_page_script
-from scripts import score_ratings as score_ratings_script
+from scripts.figures import rating_page as rating_page_script
+from scripts.measurements import score_ratings as score_ratings_script
 
 # Task 1 adds a smile (the counterfactual, A, should smile more), task 2 removes one (the
 # original, A, should), task 3 adds glasses (counterfactual B), task 4 removes youth (original A).
@@ -118,7 +118,7 @@ def test_the_page_exports_what_a_rater_clicked(tmp_path):
     """The page's own JavaScript in headless Chromium: answers clicked, exported, scored."""
     import playwright.sync_api as playwright_api
 
-    from scripts.app_screenshot import CHROMIUM, CHROMIUM_FLAGS
+    from scripts.figures.app_screenshot import CHROMIUM, CHROMIUM_FLAGS
 
     page_file = tmp_path / "page.html"
     page = rating_page(load_pairs(pairs_file(tmp_path)), 2, seed=0)

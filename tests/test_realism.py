@@ -126,7 +126,7 @@ def test_the_discriminator_tells_shifted_edits_apart_and_not_real_ones():
 
 def test_the_discriminator_script_matches_each_edit_with_a_real_face_at_its_target():
     from recourse.data import attribute_index
-    from scripts.edit_discriminator import matched_real
+    from scripts.measurements.edit_discriminator import matched_real
 
     rng = np.random.default_rng(0)
     real_images = rng.integers(0, 256, (20, 3, 4, 4), dtype=np.uint8)

@@ -4,7 +4,7 @@ from recourse.benchmark.replication import replications, summarise
 from recourse.benchmark.rows import FamilyRow
 from recourse.benchmark.run import BenchmarkResult
 from recourse.benchmark.sweep import SweepPoint
-from scripts.replicate import main
+from scripts.measurements.replicate import main
 
 
 def _run(vd: tuple[float, float, float], paired: tuple[float, float, float]) -> BenchmarkResult:

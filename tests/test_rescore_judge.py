@@ -5,7 +5,7 @@ import torch
 from torch import nn
 
 from recourse.data import attribute_index
-from scripts.rescore_judge import rescore
+from scripts.measurements.rescore_judge import rescore
 
 SMILING = attribute_index("Smiling")
 

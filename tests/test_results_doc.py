@@ -298,7 +298,7 @@ def test_the_committed_variants_are_rebuilt_with_the_generator_they_were_made_wi
     commands predate the option, and the plan and reproduction() both add it."""
     from recourse.cli import reproduction
     from recourse.paths import variants_dir
-    from scripts.make_variants import plan
+    from scripts.chores.make_variants import plan
 
     pinned = ("--counterfactual-method", "pca-walk-cone", "--margin", "6")
     for name, options in plan().items():

@@ -1,5 +1,5 @@
 """The calibrated judges' verdicts on a set of counterfactuals, shared by evaluate-counterfactuals
-and scripts.judge_counterfactuals: per usable judge of the attribute and per target class."""
+and scripts.measurements.judge_counterfactuals: per usable judge of the attribute and per target class."""
 
 from dataclasses import dataclass, field
 

@@ -1,4 +1,4 @@
-"""scripts/soak.py: its summary (RSS at 2 minutes, at the end, the growth), the verdict line,
+"""scripts/measurements/soak.py: its summary (RSS at 2 minutes, at the end, the growth), the verdict line,
 the outcome of a completion message, and the loopback-only --url."""
 
 import argparse
@@ -6,8 +6,8 @@ import os
 
 import pytest
 
-from scripts.soak import (Sample, attached_app, folder_usage, loopback_url, outcome_of, parse_args, proc_mib, summarize,
-                          usage_by_suffix, verdict_line)
+from scripts.measurements.soak import (Sample, attached_app, folder_usage, loopback_url, outcome_of, parse_args,
+                                       proc_mib, summarize, usage_by_suffix, verdict_line)
 
 
 def samples(*points, phase="load"):

@@ -1,9 +1,9 @@
-"""scripts/stability.py: its layout check compares the same pixels *and seeds*, so a method that
+"""recourse stability: its layout check compares the same pixels *and seeds*, so a method that
 draws noise (the denoised one) reports 0 where batch, order and layout do not matter."""
 
 import torch
 
-from scripts.stability import layout_difference, nudge_one_pixel
+from recourse.stability import layout_difference, nudge_one_pixel
 from tests.test_denoised import CONFIG, Brightness, TinyGenerator, faces
 
 

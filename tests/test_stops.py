@@ -7,7 +7,7 @@ import pytest
 
 from recourse import stops
 from recourse.stops import AuditStops, committed_stops, stops_for
-from scripts.visible_stop import plateau_stop
+from scripts.measurements.visible_stop import plateau_stop
 
 
 def test_the_plateau_rule_takes_the_smallest_stop_near_the_largest_shift():

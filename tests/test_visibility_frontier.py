@@ -1,11 +1,11 @@
-"""The study's edit that continues until a second robust model agrees (scripts.visibility_frontier)."""
+"""The study's edit that continues until a second robust model agrees (scripts.measurements.visibility_frontier)."""
 
 import pytest
 import torch
 from torch import nn
 
 from recourse.generation import CounterfactualConfig
-from scripts.visibility_frontier import edit_until_seen
+from scripts.measurements.visibility_frontier import edit_until_seen
 from tests.conftest import BrightnessModel
 
 

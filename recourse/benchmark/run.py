@@ -171,7 +171,7 @@ def _load_students(config: BenchmarkConfig) -> tuple[dict[str, Student], dict[st
         directory = config.variants_dir / name
         if not (directory / CONFIG_FILE).is_file():
             raise CheckpointError(f"{shown(directory)}: variant not found; make it with "
-                                  f"python -m scripts.make_variants --data PATH --only {name}")
+                                  f"python -m scripts.chores.make_variants --data PATH --only {name}")
         variant = load_variant(directory)
         details = {k: variant.details[k] for k in ("budget", "sparsity", "layer_bits", "layer_clip", "fine_tuning",
                                                    "recourse_objective", "storage", "activation_bits")

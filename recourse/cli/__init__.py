@@ -14,8 +14,8 @@ import sys
 
 from recourse import __version__
 from recourse.cli import (
-    audit, benchmark, counterfactual, evaluate, evaluate_counterfactuals, quantize, scan, train_classifier,
-    train_denoiser, train_generator,
+    audit, benchmark, claims, counterfactual, evaluate, evaluate_counterfactuals, margin_reached, method_speed, power,
+    quantize, scan, stability, train_classifier, train_denoiser, train_generator,
 )
 from recourse.cli.common import expected_errors, on_off  # noqa: F401  on_off: for scripts
 from recourse.cli.reproduce import (  # noqa: F401  re-exported: the scripts and docs name them here
@@ -36,6 +36,11 @@ COMMANDS = (
     counterfactual,
     audit,
     scan,
+    method_speed,
+    stability,
+    power,
+    margin_reached,
+    claims,
 )
 
 

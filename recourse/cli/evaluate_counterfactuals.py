@@ -31,7 +31,7 @@ def register(commands) -> None:
     quality.add_argument("--no-independent-judges", action="store_true",
                          help="leave out the calibrated judges' verdicts")
     quality.add_argument("--save-counterfactuals", help="also write the counterfactuals here (.npz, float16), for "
-                         "instruments trained later: scripts.rescore_judge")
+                         "instruments trained later: scripts.measurements.rescore_judge")
     quality.add_argument("--threads", type=int, help="torch threads (default: all cores)")
     quality.add_argument("--resume-dir", help="keep each batch made here; a rerun with the same folder and settings "
                          "makes only the missing ones")
@@ -109,7 +109,7 @@ def _calibrated_judges(args: argparse.Namespace):
         return ()
     path = Path(args.judges_file) if args.judges_file else assets_dir() / CALIBRATIONS
     if not path.is_file():
-        raise ValueError(f"no calibrated judges at {shown(path)}: run scripts.calibrate_judges, or pass "
+        raise ValueError(f"no calibrated judges at {shown(path)}: run scripts.measurements.calibrate_judges, or pass "
                          "--no-independent-judges")
     return calibrations(path)
 

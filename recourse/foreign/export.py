@@ -1,7 +1,7 @@
 """Making foreign models out of a torch classifier, as an auditor's pipeline would: a
 ``torch.export`` program, an ONNX model, ONNX Runtime's static int8 quantization of the ONNX
 copy and torchao's pt2e int8 quantization of the program. The worked example
-(``scripts/foreign_models.py``) runs these on the project's classifier; the tests on tiny models.
+(``scripts/chores/foreign_models.py``) runs these on the project's classifier; the tests on tiny models.
 
 torchao is the pt2e flow here because ``torch.ao.quantization.quantize_pt2e`` is gone from
 torch 2.13 (it moved to torchao). The x86 Inductor quantizer's default config is the one

@@ -7,7 +7,7 @@ differentiable twin that guides its own recourse and a decider that makes its de
 * a black box (ONNX Runtime, float or int8) decides with its own runtime, and its twin is the
   same runtime behind :class:`recourse.foreign.blackbox.ZerothOrderClassifier`: gradients
   estimated from forward passes in the leading components of the generator's PCA face basis
-  (the space the edits are made in; ``scripts/foreign_gradient_check.py`` validates it), counted.
+  (the space the edits are made in; ``scripts/measurements/foreign_gradient_check.py`` validates it), counted.
 
 Either side may be the committed classifier (``None``). The attribute must be predicted by
 both models: the audit refuses others with the adapter's message.
@@ -32,7 +32,7 @@ from recourse.foreign.cards import CARD_NAMES
 # forward passes per gradient. The walk projects every step on these components, so a gradient
 # estimated in all of them is the one the walk follows (on the float classifier: cosine 0.97 to
 # it, and the same recourse); the leading 32 or 128 hold under half of it (cosine 0.1 / 0.45) and
-# make a recourse about twice as costly. Measured by scripts/foreign_gradient_check.py
+# make a recourse about twice as costly. Measured by scripts/measurements/foreign_gradient_check.py
 # (assets/results/foreign-gradient-check.json, docs/foreign-models.md).
 BLACK_BOX_COMPONENTS = 512
 BLACK_BOX_GRID = 8  # the fallback subspace where the generator has no face basis

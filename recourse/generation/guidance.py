@@ -94,7 +94,7 @@ class CounterfactualConfig:
     output_draws: int = 4  # noise draws the final change is averaged over ("difference")
     # Confine each model's edit to its attribute's face region (recourse.generation.regions:
     # mouth, eyes, hair, ...; from the face's landmarks): the edit is made there only and the
-    # face outside it stays the original. Chosen on 24 val faces (scripts/visible_stop.py,
+    # face outside it stays the original. Chosen on 24 val faces (scripts/measurements/visible_stop.py,
     # assets/results/visible-stop-val*.json): at the visible stop the judges saw more of the
     # local edits (Smiling shift 0.95 -> 1.07, Mouth_Slightly_Open 0.77 -> 1.13) with FVA 100%
     # and FR 100%, given the larger edit budget below.

@@ -219,7 +219,7 @@ def shape_mask(points: np.ndarray, group: str, height: int, width: int) -> torch
 
 # The aligned framing's mean 68 landmarks in a 64-px frame (x, y; pixel centres at integers):
 # the mean of dlib's fits on the first 300 validation faces of CelebA-HQ-64 where a face was
-# found, made by ``python -m scripts.mean_landmarks --count 300``:
+# found, made by ``python -m scripts.chores.mean_landmarks --count 300``:
 # 298 of 300 faces found; median distance of a fitted landmark from the mean 1.30 px (90th percentile 3.32 px)
 MEAN_LANDMARKS_64 = np.array([
     [14.42, 30.60], [14.58, 35.20], [15.13, 39.79], [16.03, 44.32], [17.67, 48.58], [20.27, 52.33],

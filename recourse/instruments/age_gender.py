@@ -27,7 +27,7 @@ chip) to 0.895 (mirroring alone: 0.887). Test faces were not looked at to choose
 
 Scores: ``Young`` is the negative expected age (higher = younger), ``Male`` is P(male); NaN
 where no face is found. Thresholds are chosen on validation elsewhere
-(``scripts/calibrate_judges.py``).
+(``scripts/measurements/calibrate_judges.py``).
 """
 
 from __future__ import annotations

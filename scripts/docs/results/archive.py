@@ -20,8 +20,8 @@ def page() -> list[str]:
     """archive.md: what is here and why, the earlier quality and stability runs, the instruments on them."""
     return ["Runs superseded by today's defaults, kept for comparison: " + CONE_WALK + ", its ablation without the "
             "guide (`pca-walk`), or the denoised generator at its earlier σ. Their files lie under `assets/archive/`; "
-            "a command recorded in one names the file where it was written then, and is shown here naming where it "
-            "lies now. Today's results: [the index](README.md).", "",
+            "a command recorded in one names the file where it was written then (and the script where it was then), "
+            "and is shown here naming where each lies now. Today's results: [the index](README.md).", "",
             "- [The cone walk's benchmark](archive-benchmark.md): its test run, the validation margin sweep and the "
             "two-model floor.",
             "- [The cone walk's second benchmark run](archive-benchmark-second.md), on other faces, and how well it "

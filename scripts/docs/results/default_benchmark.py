@@ -21,7 +21,7 @@ TEST_RUN = "benchmark-denoised.json"
 # A run cut by a session's end and resumed from its cache: each segment's start, end and the
 # minutes it was paused (the run's own "seconds" covers its last segment only).
 SEGMENTS = "benchmark-denoised-segments.json"
-MARGIN_REACHED = "margin-reached-denoised.json"  # scripts/margin_reached.py on the test run's cache
+MARGIN_REACHED = "margin-reached-denoised.json"  # recourse margin-reached on the test run's cache
 # The test run as launched (tasks 500–699 of the test split: faces no earlier run used).
 TEST_COMMAND = (
     "OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node 2 -m recourse benchmark --data ../shared/data/celeba-hq-64 "

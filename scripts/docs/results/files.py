@@ -43,10 +43,23 @@ def location(name: str) -> str:
 
 _RECORDED = re.compile(r"assets/(?:results/)?(" + "|".join(map(re.escape, ARCHIVED)) + r")(?![\w.-])")
 
+# A command recorded before scripts/ was sorted by what each script makes names the script
+# ``python -m scripts.NAME``: today it is ``scripts/<folder>/NAME.py``, or a recourse command.
+RECOURSE_COMMANDS = {"claims": "claims", "margin_reached": "margin-reached", "method_speed": "method-speed",
+                     "power": "power", "stability": "stability"}
+_SCRIPTS = Path(__file__).resolve().parents[2]
+MOVED_SCRIPTS = {
+    **{path.stem: f"python -m scripts.{path.parent.name}.{path.stem}" for path in sorted(_SCRIPTS.glob("*/*.py"))
+       if not path.stem.startswith("_")},
+    **{name: f"python -m recourse {command}" for name, command in RECOURSE_COMMANDS.items()},
+}
+_RECORDED_SCRIPT = re.compile(r"python -m scripts\.(" + "|".join(map(re.escape, MOVED_SCRIPTS)) + r")(?![\w.])")
+
 
 def current_paths(text: str) -> str:
-    """``text`` with each archived file named where it lies now: a recorded command names it
-    where it was written."""
+    """``text`` with each archived file named where it lies now, and each script by today's
+    path or recourse command: a recorded command names them where they were when it ran."""
+    text = _RECORDED_SCRIPT.sub(lambda match: MOVED_SCRIPTS[match.group(1)], text)
     return _RECORDED.sub(r"assets/archive/\1", text)
 
 

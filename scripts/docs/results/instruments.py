@@ -12,18 +12,20 @@ Runs = tuple[tuple[str, str], ...]  # (title, file) of quality runs
 # The commands that measure today's generator with the instruments whose results are not committed yet.
 QUALITY_WITH_INSTRUMENTS = ("python -m recourse evaluate-counterfactuals --data ../shared/data/celeba-hq-64 --split test "
                             "--n 500 --json assets/results/counterfactual-quality-test-denoised.json")
-STRONG_JUDGE_CHECK = ("python -m scripts.judge_check --data ../shared/data/celeba-hq-64 --split val --n 80 --threads 1 "
-                      "--costs assets/archive/counterfactual-quality-val.json --attack classifier guide "
-                      "--judges judge strong-judge --json assets/results/judge-transfer-val.json")
+STRONG_JUDGE_CHECK = ("python -m scripts.measurements.judge_check --data ../shared/data/celeba-hq-64 --split val "
+                      "--n 80 --threads 1 --costs assets/archive/counterfactual-quality-val.json "
+                      "--attack classifier guide --judges judge strong-judge --json assets/results/judge-transfer-val.json")
 DISCRIMINATOR = "edit-discriminator-test.json"
 DISCRIMINATOR_CONE = "edit-discriminator-test-cone.json"  # the same check on the earlier cone walk's edits
-DISCRIMINATOR_PAIRS = {split: "python -m scripts.export_pairs --data ../shared/data/celeba-hq-64 --split "
+DISCRIMINATOR_PAIRS = {split: "python -m scripts.figures.export_pairs --data ../shared/data/celeba-hq-64 --split "
                               f"{split} --n 200 --out out/realism/{split}-pairs.npz" for split in ("train", "test")}
 DISCRIMINATOR_COMMANDS = (
     *DISCRIMINATOR_PAIRS.values(),
-    "python -m scripts.edit_discriminator --data ../shared/data/celeba-hq-64 --train-pairs out/realism/train-pairs.npz "
+    "python -m scripts.measurements.edit_discriminator --data ../shared/data/celeba-hq-64 "
+    "--train-pairs out/realism/train-pairs.npz "
     f"--test-pairs out/realism/test-pairs.npz --json assets/results/{DISCRIMINATOR}")
-EXPORT_PAIRS_OPTIONS = {"method": "--method", "margin": "--margin", "region_mask": "--region-mask"}  # scripts.export_pairs' generation options
+# scripts.figures.export_pairs' generation options
+EXPORT_PAIRS_OPTIONS = {"method": "--method", "margin": "--margin", "region_mask": "--region-mask"}
 NEAR_MAJORITY = 2.0  # accuracy points above the majority rate below which a judge does not see an attribute
 JUDGE_ACCURACY = (("radius 1", "eval-judge-val.json"), ("radius 3 (strong)", "eval-strong-judge-val.json"))
 
@@ -60,7 +62,7 @@ def identity_paragraph(runs: Runs) -> list[str]:
     identity = files.load("identity-calibration.json")
     lines = ["### Identity: FVA and FS", ""]
     if identity is None:
-        return lines + not_yet("The identity calibration", "python -m scripts.identity_calibration --data "
+        return lines + not_yet("The identity calibration", "python -m scripts.measurements.identity_calibration --data "
                                "../shared/data/celeba-hq-64 --n 200 --json assets/results/identity-calibration.json")
     conditions = identity["conditions"]
     mirrored, different = conditions.get("same face, mirrored"), conditions.get("two different faces (all pairs)")
@@ -152,8 +154,9 @@ def realism_paragraph(runs: Runs) -> list[str]:
     floor = files.load("realism-floor-test.json")
     lines = ["### Realism: oracle-feature FD and KID with a real-versus-real floor", ""]
     if floor is None:
-        return lines + not_yet("The realism floor", "python -m scripts.realism_floor --data ../shared/data/celeba-hq-64 "
-                               "--split test --json assets/results/realism-floor-test.json")
+        return lines + not_yet("The realism floor", "python -m scripts.measurements.realism_floor "
+                               "--data ../shared/data/celeba-hq-64 --split test "
+                               "--json assets/results/realism-floor-test.json")
     rows = floor["floor"]
     lines += [f"Are the edits distributed like real faces that have the target? FD (biased upwards at small N) and KID "
               f"(unbiased) on the oracle's penultimate features. The floor: two disjoint sets of real "
@@ -196,7 +199,7 @@ def discriminator_paragraph() -> list[str]:
 
 
 def pairs_commands(record: dict) -> list[str]:
-    """The ``scripts.export_pairs`` commands of a discriminator run's pairs, with the generation
+    """The ``scripts.figures.export_pairs`` commands of a discriminator run's pairs, with the generation
     options that make today's defaults the pairs' recorded ones (``pairs_counterfactual``; a run
     that recorded none had pairs of the earlier defaults, ``recourse.cli.EARLIER_GENERATION``)."""
     from recourse.generation import CounterfactualConfig

@@ -11,9 +11,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 CALIBRATION = "independent-judges-test.json"
-# Each committed baseline: scripts.judge_counterfactuals on a run's saved counterfactuals.
+# Each committed baseline: scripts.measurements.judge_counterfactuals on a run's saved counterfactuals.
 BASELINES = ("independent-judges-baseline-m10.json", "independent-judges-baseline-m2.json")
-# The visible stop's validation runs (scripts/visible_stop.py): the default, then the edits
+# The visible stop's validation runs (scripts/measurements/visible_stop.py): the default, then the edits
 # confined to the attribute's region and cut by the model's own gradient, measured alike.
 VISIBLE_STOP_RUNS = (("edits over the frame (the rule's run; the edits until the region choice)", "visible-stop-val.json"),
                      ("every edit confined to its region, the frame's budget", "visible-stop-val-region.json"),
@@ -25,7 +25,7 @@ VISIBLE_STOP_RUNS = (("edits over the frame (the rule's run; the edits until the
                       "visible-stop-val-region48-local.json"),
                      ("eyes and hair over the frame", "visible-stop-val-off-local.json"))
 AT_STOP = 10.0  # the per-attribute rows are read at the visible stop
-CALIBRATE_COMMAND = ("python -m scripts.calibrate_judges --data ../shared/data/celeba-hq-64 "
+CALIBRATE_COMMAND = ("python -m scripts.measurements.calibrate_judges --data ../shared/data/celeba-hq-64 "
                      "--json assets/results/independent-judges-test.json")
 
 Loader = Callable[[str], "dict | None"]
@@ -106,8 +106,8 @@ def section(load: Loader) -> list[str]:
     for name in BASELINES:
         record = load(name)
         if record is None:
-            lines += _not_yet(f"The baseline {Path(name).stem}", "python -m scripts.judge_counterfactuals ... --json "
-                              f"assets/results/{name}")
+            lines += _not_yet(f"The baseline {Path(name).stem}",
+                              f"python -m scripts.measurements.judge_counterfactuals ... --json assets/results/{name}")
             continue
         lines += [f"#### {record['label']}: the first {record['n']} {record['split']} faces", "", "```bash",
                   *([record["run"]] if record.get("run") else []), record["command"], "```", "", *baseline_table(record)]
@@ -129,8 +129,8 @@ def visible_stop_section(load: Loader) -> list[str]:
     for title, name in VISIBLE_STOP_RUNS:
         record = load(name)
         if record is None:
-            lines += _not_yet(f"The visible-stop run {title}", f"python -m scripts.visible_stop ... --json "
-                              f"assets/results/{name}")
+            lines += _not_yet(f"The visible-stop run {title}",
+                              f"python -m scripts.measurements.visible_stop ... --json assets/results/{name}")
             continue
         lines += [f"#### {title}: {record['n']} {record['split']} faces, chosen stop "
                   f"{_value(record['chosen_stop'], 0)}", "", "```bash", record["command"], "```", "",

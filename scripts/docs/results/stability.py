@@ -53,7 +53,7 @@ def speed_section() -> list[str]:
     record = files.load(SPEED)
     lines = ["## Seconds per counterfactual", ""]
     if record is None:
-        return lines + files.not_yet("The default generator's speed", "python -m scripts.method_speed --data "
+        return lines + files.not_yet("The default generator's speed", "python -m recourse method-speed --data "
                                      f"../shared/data/celeba-hq-64 --n 6 --methods denoised --json assets/results/{SPEED}")
     runs = [record[key] for key in record if key.startswith("margin_")]
     lines += [f"The full-precision model, one face at a time ({record['conditions']}; `{files.location(SPEED)}`):", "",

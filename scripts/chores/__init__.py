@@ -1,0 +1,1 @@
+"""Chores: the project's upkeep (variants, manifests, conversions, the constants the code quotes)."""

@@ -1,0 +1,1 @@
+"""Figures: pictures and pages to look at (the gallery, screenshots, contact sheets, rating pages)."""

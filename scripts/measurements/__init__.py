@@ -1,0 +1,1 @@
+"""Measurements: runs that write a result record (most under assets/results/) or check one."""

@@ -1,0 +1,178 @@
+"""The product's default recourse on test: each attribute's edit read at the visible and benchmark stops.
+
+    python -m scripts.measurements.quality_visible --data ../shared/data/celeba-hq-64 --split test --n 500 \\
+        --resume-dir out/quality-visible-test --json assets/results/quality-visible-test.json
+
+For each of the first ``--n`` faces and each attribute, the full-precision classifier makes the
+audit's whole edit (``recourse.audit.product_settings().edit_config``: the committed settings,
+aimed past every stop), one face at a time and timed; each stop (``recourse.stops.committed_stops``:
+the visible stop and the benchmark's margin) is the first point of that edit's straight path where
+the classifier is past its margin (``recourse.paired.stop_on_paths``), as the app shows it. At each
+stop: FR, dlib's FVA, the oracle's MNAC, the independent judges' seen rate, ceiling and shift
+(``recourse.instruments.set_verdicts``), and the oracle-feature FD against real faces of the target
+class beside the real-versus-real floor (the same split's faces that are not tasks).
+
+The edits are kept in ``--resume-dir`` in chunks, with the settings they were made with: a run
+stopped by a session's end continues where it was, and a folder made with other settings is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import hashlib
+import json
+import shlex
+import statistics
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+
+import numpy as np
+import torch
+from safetensors.torch import load_file, save_file
+
+from recourse.audit import product_settings
+from recourse.checkpoints import load_classifier
+from recourse.data import attribute_index, load_split, to_float_images
+from recourse.evaluation import predict_logits
+from recourse.generation import generate, load_generator
+from recourse.generation.quality import oracle_features
+from recourse.generation.regions import REGIONS
+from recourse.instruments.identity import face_descriptor, identity_result
+from recourse.instruments.readings import calibrations
+from recourse.instruments.realism import realism_with_floor
+from recourse.instruments.set_verdicts import OriginalScores, set_verdicts
+from recourse.metrics import decisions, flip_rate, mean_number_of_attributes_changed
+from recourse.names import QUALITY_ATTRIBUTES
+from recourse.paired import stop_on_paths
+from recourse.paths import generator_dir, oracle_dir, teacher_dir
+
+CHUNK = 20  # faces per saved chunk: what a session's end can cost
+
+
+def settings_key(settings: dict) -> str:
+    return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
+
+
+def made_edits(x: torch.Tensor, classifier, attribute: str, targets: torch.Tensor, config, generator,
+               folder: Path | None) -> tuple[torch.Tensor, list[float]]:
+    """Each face's whole edit and the seconds it took, chunk by chunk, from ``folder`` where made."""
+    edits, seconds = [], []
+    for start in range(0, len(x), CHUNK):
+        stop = min(start + CHUNK, len(x))
+        path = folder / f"{attribute}-{start:05d}-{stop:05d}.safetensors" if folder else None
+        if path is not None and path.is_file():
+            kept = load_file(path)
+            edits.append(kept["edits"])
+            seconds.extend(kept["seconds"].tolist())
+            continue
+        chunk, times = [], []
+        for i in range(start, stop):
+            started = time.perf_counter()
+            chunk.append(generate(x[i:i + 1], classifier, attribute, targets[i:i + 1], config, generator,
+                                  seeds=(config.seed + i,)).edits)
+            times.append(time.perf_counter() - started)
+        chunk = torch.cat(chunk)
+        if path is not None:
+            save_file({"edits": chunk.contiguous(), "seconds": torch.tensor(times, dtype=torch.float64)}, path)
+        edits.append(chunk)
+        seconds.extend(times)
+        print(f"{attribute}: {stop}/{len(x)} edits ({statistics.median(seconds):.2f} s median)", flush=True)
+    return torch.cat(edits), seconds
+
+
+def judge_rows(verdicts: list[dict]) -> list[dict]:
+    """Each independent judge's verdict per target class, and pooled over both (weighted by n)."""
+    rows = []
+    for name in dict.fromkeys(v["judge"] for v in verdicts):
+        own = [v for v in verdicts if v["judge"] == name]
+        for v in own:
+            rows.append({key: v[key] for key in ("judge", "target", "n", "missing", "seen_rate", "seen_low",
+                                                 "seen_high", "ceiling", "seen_over_ceiling", "shift",
+                                                 "shift_low", "shift_high")})
+        weights = [v["n"] for v in own]
+
+        def pooled(key: str) -> float | None:
+            values = [(v[key], w) for v, w in zip(own, weights) if v[key] is not None and np.isfinite(v[key])]
+            return round(sum(a * w for a, w in values) / sum(w for _, w in values), 4) if values else None
+
+        rows.append({"judge": name, "target": "both", "n": sum(weights), "seen_rate": pooled("seen_rate"),
+                     "ceiling": pooled("ceiling"), "seen_over_ceiling": pooled("seen_over_ceiling"),
+                     "shift": pooled("shift")})
+    return rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", required=True)
+    parser.add_argument("--split", default="test")
+    parser.add_argument("--n", type=int, default=500)
+    parser.add_argument("--attributes", nargs="+", default=list(QUALITY_ATTRIBUTES))
+    parser.add_argument("--resume-dir", help="keep the edits here, chunk by chunk, and continue from them")
+    parser.add_argument("--generator", default=str(generator_dir()))
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--json", required=True)
+    args = parser.parse_args(argv)
+    torch.set_num_threads(args.threads)
+    settings = product_settings()
+    config, stops = settings.edit_config, settings.stops
+    key = settings_key({"config": asdict(config), "split": args.split, "generator": args.generator})
+    folder = Path(args.resume_dir) / key if args.resume_dir else None
+    if folder is not None:
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / "settings.json").write_text(json.dumps({"config": asdict(config), "split": args.split}, indent=2))
+    classifier, oracle = load_classifier(teacher_dir()).eval(), load_classifier(oracle_dir()).eval()
+    generator = load_generator(args.generator)
+    split = load_split(args.data, args.split, classifier.config.resolution, cache_dir=".cache")
+    faces, pool, pool_labels = split.images[:args.n], split.images[args.n:], split.labels[args.n:]
+    x = to_float_images(faces)
+    pool_features = oracle_features(oracle, to_float_images(pool))
+    calibrated = calibrations()
+    judged_originals, describe = OriginalScores(faces), face_descriptor()
+    original_descriptors = describe(x)
+    oracle_before = decisions(predict_logits(oracle, faces))
+    targets_all = 1 - decisions(predict_logits(classifier, faces))
+    started = time.perf_counter()
+    rows = []
+    for attribute in args.attributes:
+        index = attribute_index(attribute)
+        targets = targets_all[:, index]
+        edits, seconds = made_edits(x, classifier, attribute, targets, config, generator, folder)
+        for name, margin in (("visible", stops.visible), ("benchmark", stops.benchmark)):
+            at_stop = stop_on_paths(x, edits, classifier, attribute, targets, margin)
+            with torch.no_grad():
+                after = decisions(classifier(at_stop))[:, index]
+                oracle_after = decisions(oracle(at_stop))
+            verdicts = [v for v in set_verdicts(attribute, judged_originals, at_stop, targets, calibrated)
+                        if v["independent"]]
+            realism = realism_with_floor(oracle_features(oracle, at_stop), targets.numpy(), pool_features,
+                                         pool_labels[:, index])
+            row = {"attribute": attribute, "region": REGIONS[attribute] if config.region_mask else "frame",
+                   "stop": name, "margin": margin, "n": len(x),
+                   "flip_rate": round(flip_rate(after, targets), 2),
+                   "fva": identity_result(original_descriptors, describe(at_stop)).fva,
+                   "mnac": round(mean_number_of_attributes_changed(oracle_before, oracle_after, index), 3),
+                   "fd": realism.fd, "floor_fd": realism.floor_fd,
+                   "fd_over_floor": round(realism.fd / realism.floor_fd, 3) if realism.floor_fd else None,
+                   "judges": judge_rows(verdicts), "median_seconds": round(statistics.median(seconds), 3)}
+            rows.append(row)
+            pooled = [j for j in row["judges"] if j["target"] == "both"]
+            print(f"{attribute:20s} {name:9s} (margin {margin:g}): FR {row['flip_rate']:5.1f}  FVA {row['fva']:5.1f}  "
+                  f"MNAC {row['mnac']:.2f}  FD {row['fd']} (floor {row['floor_fd']})  "
+                  + "  ".join(f"{j['judge']}: shift {j['shift']} seen/ceiling {j['seen_over_ceiling']}" for j in pooled),
+                  flush=True)
+    output = {"command": "python -m scripts.measurements.quality_visible "
+                         + shlex.join(sys.argv[1:] if argv is None else argv),
+              "date": datetime.date.today().isoformat(), "split": args.split, "n": len(faces),
+              "stops": stops.to_dict(), "settings": asdict(config),
+              "seconds_this_run": round(time.perf_counter() - started, 1), "threads": args.threads,
+              "attributes": rows}
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(output, indent=2, allow_nan=False) + "\n")
+    print(f"written {args.json}")
+
+
+if __name__ == "__main__":
+    main()
