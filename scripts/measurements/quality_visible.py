@@ -118,7 +118,9 @@ def main(argv: list[str] | None = None) -> None:
     torch.set_num_threads(args.threads)
     settings = product_settings()
     config, stops = settings.edit_config, settings.stops
-    key = settings_key({"config": asdict(config), "split": args.split, "generator": args.generator})
+    # the generator by its files' hashes, not its path: a run resumed from another checkout keeps its edits
+    weights = json.loads((Path(args.generator) / "manifest.json").read_text())["sha256"]
+    key = settings_key({"config": asdict(config), "split": args.split, "generator": weights})
     folder = Path(args.resume_dir) / key if args.resume_dir else None
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
