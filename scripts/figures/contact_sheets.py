@@ -94,12 +94,14 @@ def main() -> None:
     parser.add_argument("--variant", default="ptq-int4")
     parser.add_argument("--method", help="a counterfactual method (default: the configuration's)")
     parser.add_argument("--out", default=str(OUT), help="folder of the sheets (default docs/contact-sheets)")
+    parser.add_argument("--attributes", nargs="+", default=list(QUALITY_ATTRIBUTES), choices=QUALITY_ATTRIBUTES,
+                        metavar="ATTRIBUTE", help="the sheets to make (default: the eight judged attributes)")
     args = parser.parse_args()
     config = CounterfactualConfig(**({"method": args.method} if args.method else {}))
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     names, faces = gallery_faces()
-    for attribute in QUALITY_ATTRIBUTES:
+    for attribute in args.attributes:
         sheet(attribute, names, faces, args.variant, config).save(out / f"{attribute}.png")
         print(f"wrote {out / f'{attribute}.png'}", flush=True)
 
