@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import torch
 
-from recourse.benchmark import statistics as stats
+import recourse.benchmark.statistics as stats
 from recourse.benchmark.terms import (
     RECOURSE_METRICS, mean_of, paired_difference, ratio_terms, shared_masks, shared_terms, summary_values,
 )

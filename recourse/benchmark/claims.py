@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from recourse.benchmark import statistics as stats
+import recourse.benchmark.statistics as stats
 from recourse.benchmark.rows import FamilyRow
 
 

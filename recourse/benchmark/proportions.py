@@ -3,7 +3,7 @@ counts, Wilson intervals, and Newcombe's paired score intervals of their differe
 
 from __future__ import annotations
 
-from recourse.benchmark import statistics as stats
+import recourse.benchmark.statistics as stats
 from recourse.benchmark.terms import PROPORTIONS, ratio_terms, shared_masks, shared_terms
 from recourse.paired import RecourseColumns
 

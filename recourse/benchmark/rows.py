@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 import torch
 from torch import nn
 
-from recourse.benchmark import statistics as stats
+import recourse.benchmark.statistics as stats
 from recourse.benchmark.bootstrap import bootstrap_intervals, paired_tests, seed_bootstrap
 from recourse.benchmark.proportions import proportion_counts, proportion_intervals, score_intervals
 from recourse.benchmark.tasks import FP32, BenchmarkSettings, record_columns

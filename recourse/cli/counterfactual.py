@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from recourse.cli import common
+import recourse.cli.common as common
 from recourse.cli.common import SINGLE_FACE_MARGIN, _counterfactual_config, _model_dir, add_generation_options, shown
 from recourse.paths import generator_dir, variants_dir
 

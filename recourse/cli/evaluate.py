@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import time
 
-from recourse.cli import common
+import recourse.cli.common as common
 from recourse.cli.common import MODEL_DIRS, _model_dir, _write_json, add_data_options, shown
 from recourse.names import SPLITS
 

@@ -6,7 +6,7 @@ import argparse
 import time
 from pathlib import Path
 
-from recourse.cli import common
+import recourse.cli.common as common
 from recourse.cli.common import (
     _command_line, _counterfactual_config, _model_dir, _write_json, add_data_options, add_generation_options, shown,
 )

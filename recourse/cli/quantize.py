@@ -7,7 +7,7 @@ from dataclasses import asdict
 from pathlib import Path
 
 from recourse import __version__
-from recourse.cli import common
+import recourse.cli.common as common
 from recourse.cli.common import (
     _command_line, _counterfactual_config, _model_dir, add_data_options, add_generation_options, finite_float, shown,
 )

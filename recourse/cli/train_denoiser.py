@@ -7,7 +7,7 @@ import signal
 from pathlib import Path
 
 from recourse import __version__
-from recourse.cli import common
+import recourse.cli.common as common
 from recourse.cli.common import _command_line, add_data_options, finite_float
 from recourse.paths import DEFAULT_CACHE, generator_dir
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from recourse import __version__
-from recourse.cli import common
+import recourse.cli.common as common
 from recourse.cli.common import _command_line, add_data_options
 from recourse.paths import DEFAULT_CACHE, generator_dir
 
