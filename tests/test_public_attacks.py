@@ -392,9 +392,13 @@ def test_a_scan_over_the_budget_is_refused(server):
     message = _refusal(lambda: client.predict("gallery faces", "", None, "test", 64, None, "ptq-int8", "Smiling",
                                               120, 40, 0, 0.0, "pca-walk-cone", api_name="/find_failures"))
     assert "budget of 1920 editing steps" in message and "at most 16 faces" in message
-    message = _refusal(lambda: client.predict("gallery faces", "", None, "test", 16, None, "ptq-int8", "Smiling",
+    message = _refusal(lambda: client.predict("gallery faces", "", None, "test", 16, None, "ptq-int8", "Young",
                                               120, 40, 0, 0.0, "denoised", 48, api_name="/find_failures"))
     assert "budget of 384 denoiser steps" in message and "at most 8 faces" in message
+    # Smiling is edited in the mouth's region, at twice the screen's steps: the budget counts them
+    message = _refusal(lambda: client.predict("gallery faces", "", None, "test", 16, None, "ptq-int8", "Smiling",
+                                              120, 40, 0, 0.0, "denoised", 48, api_name="/find_failures"))
+    assert "16 faces at 96 denoiser steps" in message and "at most 4 faces" in message
 
 
 @pytest.mark.requires("committed_variants")
@@ -556,12 +560,22 @@ def test_the_public_budget_holds_for_the_denoised_methods_settings(monkeypatch):
                               (24, "0.4"), (10**9, 0.4)):
         with pytest.raises(gr.Error, match="Denoiser steps|Noise level"):
             app.settings_from(20, 40, 0, 0.0, "denoised", edit_steps, sigma)
-    denoised = CounterfactualConfig(method="denoised", edit_steps=24)
+    denoised = CounterfactualConfig(method="denoised", edit_steps=24, region_mask=False)  # over the frame
     assert app.scan_count(16, denoised) == 16
     with pytest.raises(gr.Error, match="budget of 384 denoiser steps a scan; rank at most 8 faces"):
-        app.scan_count(9, CounterfactualConfig(method="denoised", edit_steps=48))
+        app.scan_count(9, CounterfactualConfig(method="denoised", edit_steps=48, region_mask=False))
     with pytest.raises(gr.Error, match="at most 16 faces"):
         app.scan_count(17, denoised)
+    # an edit confined to its region takes its own steps, and the budget counts them
+    regions = CounterfactualConfig(method="denoised", edit_steps=24, region_edit_steps=48)
+    assert app.scan_count(16, regions, "Young") == 16  # a whole-face attribute: the frame's 24 steps
+    with pytest.raises(gr.Error, match="at 48 denoiser steps .* rank at most 8 faces"):
+        app.scan_count(9, regions, "Smiling")
+    with pytest.raises(gr.Error, match="rank at most 8 faces"):
+        app.scan_count(9, regions)  # no attribute named: the larger of the two
+    # the screen's steps set the region's too, in the default proportion
+    assert app.settings_from(20, 40, 0, 0.0, "denoised", 4, 1.0).counterfactual.region_edit_steps == 8
+    assert app.settings_from(20, 40, 0, 0.0, "denoised", 24, 1.0).counterfactual.region_edit_steps == 48
 
 
 @pytest.mark.parametrize("method", ["dpm", "", None, 3, ["denoised"], "denoised " + "x" * 5000])

@@ -73,7 +73,7 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
     ``model_card`` and ``variant_card`` (local mode only): rank "Your models" instead of ``variant``."""
     pair = card_pair(model_card, variant_card)  # first: a public app refuses card paths before anything
     settings = settings_from(steps, guidance, seed, margin, method, edit_steps, sigma)
-    count = scan_count(count, settings.counterfactual)
+    count = scan_count(count, settings.counterfactual, attribute)
     models, name = {}, variant
     if pair is not None:
         from recourse.foreign.pairs import require

@@ -12,6 +12,8 @@ import gradio as gr
 
 from recourse.audit_result import AuditSettings, product_settings
 from recourse.generation import METHODS, CounterfactualConfig
+from recourse.data import ATTRIBUTES
+from recourse.generation.denoised import edit_budget
 from recourse.stops import committed_stops
 from recourse.progress import StageCheck
 from recourse.ui import limits
@@ -48,9 +50,12 @@ def settings_from(steps: float, cone: float, seed: float, margin: float, method:
     seed = int(_number("Seed", seed, 0, 2**31 - 1, whole=True))
     margin = float(_number("Margin", margin, 0, limits.MAX_MARGIN))
     try:
+        # The slider sets the frame's steps; an edit confined to its region gets its default
+        # multiple of them (48 for 24), so that fewer steps on screen mean less work everywhere.
+        region_steps = max(1, round(edit_steps * DEFAULTS.region_edit_steps / DEFAULTS.edit_steps))
         return product_settings(margin, "benchmark", replace(DEFAULTS, method=method, finish_steps=steps,
                                                              cone_degrees=cone, edit_steps=edit_steps, sigma=sigma,
-                                                             seed=seed))
+                                                             seed=seed, region_edit_steps=region_steps))
     except (TypeError, ValueError, OverflowError) as error:
         raise gr.Error(f"Generator settings: {without_paths(error)}") from None
 
@@ -63,13 +68,16 @@ def method_from(name) -> str:
     return name
 
 
-def scan_count(count, config: CounterfactualConfig) -> int:
+def scan_count(count, config: CounterfactualConfig, attribute: str | None = None) -> int:
     """How many faces a scan ranks: what was asked, within MAX_SCAN_IMAGES and the budget of
     the chosen method's steps (faces × steps): MAX_SCAN_EDIT_WORK denoiser steps for the
-    denoised method, MAX_SCAN_WORK editing steps for the walks."""
+    denoised method (the steps ``attribute``'s edit takes, in its region or over the frame;
+    the larger of the two for an unknown attribute), MAX_SCAN_WORK editing steps for the walks."""
     count = int(_number("Faces", count, 1, limits.MAX_SCAN_IMAGES, whole=True))
     if config.method == "denoised":
-        steps, budget, unit = config.edit_steps, limits.MAX_SCAN_EDIT_WORK, "denoiser steps"
+        steps = (edit_budget(config, attribute)[0] if attribute in ATTRIBUTES
+                 else max(config.edit_steps, config.region_edit_steps if config.region_mask else 0))
+        budget, unit = limits.MAX_SCAN_EDIT_WORK, "denoiser steps"
     else:
         steps, budget, unit = config.finish_steps, limits.MAX_SCAN_WORK, "editing steps"
     affordable = max(1, budget // max(1, steps))
