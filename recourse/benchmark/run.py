@@ -255,44 +255,51 @@ def foreign_rows(cards: tuple[Path, ...], generator) -> dict[str, tuple[Student,
     return rows
 
 
-def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> BenchmarkResult | None:
-    """Run (or resume) the benchmark; writes ``benchmark.json`` under ``config.out``
-    (:func:`recourse.render.benchmark.write_markdown` adds ``benchmark.md``). Returns the result on the main process and ``None`` on the others.
-    ``progress(stage, done, total)`` reports the loading of images and the tasks."""
-    from accelerate import PartialState
-    from accelerate.utils import gather_object
+def _teacher_inputs(config: BenchmarkConfig) -> dict[str, str]:
+    """What every row's cached parts depend on: the teacher's and the generator's weights, the split and the data."""
+    return {FP32: file_digest(Path(config.checkpoint) / WEIGHTS_FILE),
+            "generator": file_digest(Path(config.generator)), "split": config.split,
+            "data": str(Path(config.data).resolve())}
 
-    from recourse.generation import load_generator
-    started = time.perf_counter()
-    state = PartialState(cpu=True)
+
+def _variant_fingerprints(config: BenchmarkConfig, teacher_inputs: dict[str, str]) -> dict[str, str]:
+    """The cache keys of the teacher's row and of each variant's."""
     settings = config.settings
-    teacher = load_classifier(config.checkpoint)
-    students, facts = _load_students(config)
-    teacher_bytes = folder_bytes(Path(config.checkpoint))
-    generator = load_generator(config.generator)
-    with state.main_process_first():  # one process decodes and caches the images
-        split = load_framed_split(Path(config.data), config.split, teacher.config.resolution, config.image_cache,
-                                  lambda done, total: progress(f"loading {config.split}", done, total))
-    images, labels = torch.as_tensor(split.images), torch.as_tensor(split.labels)
-    teacher_inputs = {FP32: file_digest(Path(config.checkpoint) / WEIGHTS_FILE),
-                      "generator": file_digest(Path(config.generator)), "split": config.split,
-                      "data": str(Path(config.data).resolve())}
     fingerprints = {FP32: settings.fingerprint(teacher_inputs)}
     for name in config.variants:
         fingerprints[name] = settings.fingerprint(
             {**teacher_inputs, name: file_digest(config.variants_dir / name / WEIGHTS_FILE), **settings.student_inputs()})
-    if settings.noise_control in students:
-        matching = images
-        if settings.noise_match_split is not None:  # faces apart from the tasks: matching sees none of them
-            with state.main_process_first():
-                matching = torch.as_tensor(load_framed_split(
-                    Path(config.data), settings.noise_match_split, teacher.config.resolution, config.image_cache,
-                    lambda done, total: progress(f"loading {settings.noise_match_split}", done, total)).images)
-        for name, (control, fact) in noise_controls(teacher, students, matching, settings.noise_control, teacher_bytes,
-                                                    settings.noise_draws, settings.noise_match_split).items():
-            students[name], facts[name] = control, fact
-            fingerprints[name] = settings.fingerprint(
-                {**teacher_inputs, NOISE_CONTROL: json.dumps(fact.details, sort_keys=True)})
+    return fingerprints
+
+
+def _add_noise_controls(config: BenchmarkConfig, state, progress: Progress, teacher: torch.nn.Module,
+                        images: torch.Tensor, teacher_bytes: int, teacher_inputs: dict[str, str],
+                        students: dict[str, Student], facts: dict[str, VariantFacts],
+                        fingerprints: dict[str, str]) -> None:
+    """The noise controls' rows added to ``students``, ``facts`` and ``fingerprints`` where the
+    settings match them to one of the variants."""
+    settings = config.settings
+    if settings.noise_control not in students:
+        return
+    matching = images
+    if settings.noise_match_split is not None:  # faces apart from the tasks: matching sees none of them
+        with state.main_process_first():
+            matching = torch.as_tensor(load_framed_split(
+                Path(config.data), settings.noise_match_split, teacher.config.resolution, config.image_cache,
+                lambda done, total: progress(f"loading {settings.noise_match_split}", done, total)).images)
+    for name, (control, fact) in noise_controls(teacher, students, matching, settings.noise_control, teacher_bytes,
+                                                settings.noise_draws, settings.noise_match_split).items():
+        students[name], facts[name] = control, fact
+        fingerprints[name] = settings.fingerprint(
+            {**teacher_inputs, NOISE_CONTROL: json.dumps(fact.details, sort_keys=True)})
+
+
+def _add_other_models(config: BenchmarkConfig, generator, teacher_inputs: dict[str, str],
+                      students: dict[str, Student], facts: dict[str, VariantFacts],
+                      fingerprints: dict[str, str]) -> dict[str, tuple[Student, VariantFacts, str]]:
+    """The reference classifiers' rows, then the model cards' rows, added to ``students``,
+    ``facts`` and ``fingerprints``; returns the model cards' rows."""
+    settings = config.settings
     for name, (reference, fact, digest) in reference_rows(config.reference_models).items():
         students[name], facts[name] = reference, fact
         fingerprints[name] = settings.fingerprint({**teacher_inputs, name: digest})
@@ -303,6 +310,16 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
         students[name], facts[name] = student, fact
         fingerprints[name] = settings.fingerprint({**teacher_inputs, name: digest, **settings.student_inputs(),
                                                    "black_box_components": str(fact.details.get("black_box_components"))})
+    return foreign
+
+
+def _gathered_tasks(config: BenchmarkConfig, state, progress: Progress, images: torch.Tensor,
+                    teacher: torch.nn.Module, students: dict[str, Student], generator,
+                    fingerprints: dict[str, str]) -> list:
+    """Every process's share of the task records, gathered."""
+    from accelerate.utils import gather_object
+
+    settings = config.settings
     stage = f"benchmark tasks (process {state.process_index + 1}/{state.num_processes})"
 
     def chunks(done: int, total: int) -> None:
@@ -310,7 +327,16 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
 
     records = task_records(images, teacher, students, settings, generator, config.out / "cache", fingerprints,
                            state.process_index, state.num_processes, chunks)
-    records = gather_object(records) if state.num_processes > 1 else records
+    return gather_object(records) if state.num_processes > 1 else records
+
+
+def _gathered_sweep(config: BenchmarkConfig, state, progress: Progress, images: torch.Tensor,
+                    teacher: torch.nn.Module, students: dict[str, Student], generator,
+                    teacher_inputs: dict[str, str]) -> list[dict]:
+    """Every process's share of the margin sweep's records, gathered (none without margins)."""
+    from accelerate.utils import gather_object
+
+    settings = config.settings
     sweep: list[dict] = []
     if settings.margins:
         def sweep_chunks(done: int, total: int) -> None:
@@ -320,29 +346,74 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
                               lambda at_margin: at_margin.fingerprint(teacher_inputs), state.process_index,
                               state.num_processes, sweep_chunks)
         sweep = gather_object(sweep) if state.num_processes > 1 else sweep
-    # every process decides the test images with its share of the models; rank 0 builds the table
-    # (and times the models on its own, once the others are done)
+    return sweep
+
+
+def _gathered_decisions(state, students: dict[str, Student], images: torch.Tensor) -> dict:
+    """Every model's decisions on the test images: each process decides them with its share of the models."""
+    from accelerate.utils import gather_object
+
     names = list(students)[state.process_index::state.num_processes]
     decided = model_decisions({name: students[name] for name in names}, images)
     if state.num_processes > 1:
         decided = {name: d for share in gather_object([decided]) for name, d in share.items()}
+    return decided
+
+
+def _benchmark_result(config: BenchmarkConfig, state, started: float, records: list, sweep: list[dict],
+                      teacher: torch.nn.Module, students: dict[str, Student], facts: dict[str, VariantFacts],
+                      images: torch.Tensor, labels: torch.Tensor, teacher_bytes: int, decided: dict,
+                      foreign: dict[str, tuple[Student, VariantFacts, str]]) -> BenchmarkResult:
+    """The table, its families and claims, and the model cards' latency (rank 0 only)."""
+    settings = config.settings
+    train_seconds = float(read_config(config.checkpoint).get("training_seconds", 0.0))
+    rows = benchmark_rows(records, teacher, students, facts, images, labels, train_seconds, teacher_bytes,
+                          settings, decided)
+    families = family_rows(rows, records, settings)
+    from recourse.benchmark.latency import compare_latency
+
+    latency = compare_latency({name: student.decider for name, (student, _, _) in foreign.items()},
+                              to_float_images(images[:32]), settings.latency_repeats)
+    return BenchmarkResult(
+        date=datetime.date.today().isoformat(), command=config.command, split=config.split, n=len(records),
+        attributes=settings.attributes, accuracy_images=len(images), processes=state.num_processes,
+        seconds=round(time.perf_counter() - started, 1), settings=asdict(settings), rows=tuple(rows),
+        families=tuple(families), claims=tuple(claims(families)),
+        latency=tuple(row.to_dict() for row in latency),
+        sweep=tuple(sweep_points(sweep, settings.margins, settings.bootstrap_samples)))
+
+
+def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> BenchmarkResult | None:
+    """Run (or resume) the benchmark; writes ``benchmark.json`` under ``config.out``
+    (:func:`recourse.render.benchmark.write_markdown` adds ``benchmark.md``). Returns the result on the main process and ``None`` on the others.
+    ``progress(stage, done, total)`` reports the loading of images and the tasks."""
+    from accelerate import PartialState
+
+    from recourse.generation import load_generator
+    started = time.perf_counter()
+    state = PartialState(cpu=True)
+    teacher = load_classifier(config.checkpoint)
+    students, facts = _load_students(config)
+    teacher_bytes = folder_bytes(Path(config.checkpoint))
+    generator = load_generator(config.generator)
+    with state.main_process_first():  # one process decodes and caches the images
+        split = load_framed_split(Path(config.data), config.split, teacher.config.resolution, config.image_cache,
+                                  lambda done, total: progress(f"loading {config.split}", done, total))
+    images, labels = torch.as_tensor(split.images), torch.as_tensor(split.labels)
+    teacher_inputs = _teacher_inputs(config)
+    fingerprints = _variant_fingerprints(config, teacher_inputs)
+    _add_noise_controls(config, state, progress, teacher, images, teacher_bytes, teacher_inputs, students, facts,
+                        fingerprints)
+    foreign = _add_other_models(config, generator, teacher_inputs, students, facts, fingerprints)
+    records = _gathered_tasks(config, state, progress, images, teacher, students, generator, fingerprints)
+    sweep = _gathered_sweep(config, state, progress, images, teacher, students, generator, teacher_inputs)
+    # every process decides the test images with its share of the models; rank 0 builds the table
+    # (and times the models on its own, once the others are done)
+    decided = _gathered_decisions(state, students, images)
     result = None
     if state.is_main_process:
-        train_seconds = float(read_config(config.checkpoint).get("training_seconds", 0.0))
-        rows = benchmark_rows(records, teacher, students, facts, images, labels, train_seconds, teacher_bytes,
-                              settings, decided)
-        families = family_rows(rows, records, settings)
-        from recourse.benchmark.latency import compare_latency
-
-        latency = compare_latency({name: student.decider for name, (student, _, _) in foreign.items()},
-                                  to_float_images(images[:32]), settings.latency_repeats)
-        result = BenchmarkResult(
-            date=datetime.date.today().isoformat(), command=config.command, split=config.split, n=len(records),
-            attributes=settings.attributes, accuracy_images=len(images), processes=state.num_processes,
-            seconds=round(time.perf_counter() - started, 1), settings=asdict(settings), rows=tuple(rows),
-            families=tuple(families), claims=tuple(claims(families)),
-            latency=tuple(row.to_dict() for row in latency),
-            sweep=tuple(sweep_points(sweep, settings.margins, settings.bootstrap_samples)))
+        result = _benchmark_result(config, state, started, records, sweep, teacher, students, facts, images, labels,
+                                   teacher_bytes, decided, foreign)
         config.out.mkdir(parents=True, exist_ok=True)
         (config.out / "benchmark.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     state.wait_for_everyone()

@@ -20,7 +20,7 @@ from torch import nn
 
 from recourse.data import DEFAULT_ATTRIBUTES, attribute_index, to_float_images
 from recourse.evaluation import predict_logits
-from recourse.instruments.identity import FaceDescriptor, identity_result
+from recourse.instruments.identity import Descriptors, FaceDescriptor, identity_result
 from recourse.instruments.realism import realism_with_floor
 from recourse.instruments.set_verdicts import Calibrated, OriginalScores, set_verdicts
 from recourse.generation.batch_store import BatchStore
@@ -158,10 +158,48 @@ def evaluate_counterfactual_quality(
     """
     classifier.eval()
     oracle.eval()
+    originals = _judge_originals(images, reference_images, reference_labels, classifier, oracle, judge, strong_judge,
+                                 identity)
+    results = []
+    for attribute in attributes:
+        targets = 1 - originals.classifier[:, attribute_index(attribute)]
+        counterfactuals = _make_counterfactuals(originals.x, classifier, attribute, targets, config, generator,
+                                                batch_size, store, progress)
+        if keep is not None:
+            keep(attribute, counterfactuals)
+        results.append(_attribute_quality(attribute, targets, counterfactuals, originals, classifier, oracle, judge,
+                                          strong_judge, generator, config, timing_samples, identity, reference_labels,
+                                          calibrated))
+    return QualityReport(tuple(results), config, len(reference_images))
+
+
+@dataclass(frozen=True)
+class _Originals:
+    """What the models decide, and the instruments measure, on the originals and the reference
+    images, once before any attribute's edits."""
+
+    x: torch.Tensor  # the originals in [0, 1]
+    reference_features: torch.Tensor  # the oracle's features of the reference images
+    # each model's decisions on the originals (None: no such model)
+    classifier: torch.Tensor
+    oracle: torch.Tensor
+    judge: torch.Tensor | None
+    strong_judge: torch.Tensor | None
+    real_decisions: dict[str, torch.Tensor]  # each judge's decisions on the reference images (with their labels)
+    descriptors: Descriptors | None  # the identity instrument's descriptors of the originals
+    judged: OriginalScores  # the calibrated judges' scores of the originals
+    real_pool: np.ndarray | None  # which reference images the realism comparison may use
+
+
+def _judge_originals(images: np.ndarray, reference_images: np.ndarray, reference_labels: np.ndarray | None,
+                     classifier: nn.Module, oracle: nn.Module, judge: nn.Module | None,
+                     strong_judge: nn.Module | None, identity: FaceDescriptor | None) -> _Originals:
+    """The originals as each model and instrument sees them (``reference_labels`` checked last)."""
     x = to_float_images(images)
     reference_features = oracle_features(oracle, to_float_images(reference_images))
     classifier_before = decisions(predict_logits(classifier, images))
     oracle_before = decisions(predict_logits(oracle, images))
+    judge_before = strong_before = None
     if judge is not None:
         judge.eval()
         judge_before = decisions(predict_logits(judge, images))
@@ -172,79 +210,108 @@ def evaluate_counterfactual_quality(
                        if model is not None} if reference_labels is not None else {})
     original_descriptors = identity(x) if identity is not None else None
     judged_originals = OriginalScores(x)
-    if reference_labels is not None:
-        # An edit that changed little must not be compared with its own original.
-        if np.shape(reference_labels) != (len(reference_images), 40):
-            raise ValueError(f"reference_labels must be (M, 40) for the {len(reference_images)} reference images, "
-                             f"got {np.shape(reference_labels)}")
-        task_pixels = {image.tobytes() for image in np.asarray(images)}
-        real_pool = np.array([image.tobytes() not in task_pixels for image in np.asarray(reference_images)])
-    results = []
-    for attribute in attributes:
-        index = attribute_index(attribute)
-        targets = 1 - classifier_before[:, index]
-        counterfactuals = []
-        for start in range(0, len(x), batch_size):
-            stop = min(start + batch_size, len(x))
-            made = store.get(attribute, start, stop) if store is not None else None
-            if made is None:
-                made = generate(x[start:stop], classifier, attribute, targets[start:stop], config, generator,
-                                seeds=tuple(range(config.seed + start, config.seed + stop))).images
-                if store is not None:
-                    store.put(attribute, start, stop, made)
-            counterfactuals.append(made)
-            if progress is not None:
-                progress(attribute, stop, len(x))
-        counterfactuals = torch.cat(counterfactuals)
-        if keep is not None:
-            keep(attribute, counterfactuals)
+    return _Originals(x, reference_features, classifier_before, oracle_before, judge_before, strong_before,
+                      real_decisions, original_descriptors, judged_originals,
+                      _real_pool(images, reference_images, reference_labels))
+
+
+def _real_pool(images: np.ndarray, reference_images: np.ndarray,
+               reference_labels: np.ndarray | None) -> np.ndarray | None:
+    """The reference images none of ``images`` is identical to (None without ``reference_labels``)."""
+    if reference_labels is None:
+        return None
+    # An edit that changed little must not be compared with its own original.
+    if np.shape(reference_labels) != (len(reference_images), 40):
+        raise ValueError(f"reference_labels must be (M, 40) for the {len(reference_images)} reference images, "
+                         f"got {np.shape(reference_labels)}")
+    task_pixels = {image.tobytes() for image in np.asarray(images)}
+    return np.array([image.tobytes() not in task_pixels for image in np.asarray(reference_images)])
+
+
+def _make_counterfactuals(x: torch.Tensor, classifier: nn.Module, attribute: str, targets: torch.Tensor,
+                          config: CounterfactualConfig, generator: FaceGenerator, batch_size: int,
+                          store: BatchStore | None, progress: Callable[[str, int, int], None] | None) -> torch.Tensor:
+    """``attribute``'s counterfactuals of ``x``, batch by batch; a batch ``store`` holds is not made again."""
+    counterfactuals = []
+    for start in range(0, len(x), batch_size):
+        stop = min(start + batch_size, len(x))
+        made = store.get(attribute, start, stop) if store is not None else None
+        if made is None:
+            made = generate(x[start:stop], classifier, attribute, targets[start:stop], config, generator,
+                            seeds=tuple(range(config.seed + start, config.seed + stop))).images
+            if store is not None:
+                store.put(attribute, start, stop, made)
+        counterfactuals.append(made)
+        if progress is not None:
+            progress(attribute, stop, len(x))
+    return torch.cat(counterfactuals)
+
+
+def _attribute_quality(attribute: str, targets: torch.Tensor, counterfactuals: torch.Tensor, originals: _Originals,
+                       classifier: nn.Module, oracle: nn.Module, judge: nn.Module | None,
+                       strong_judge: nn.Module | None, generator: FaceGenerator, config: CounterfactualConfig,
+                       timing_samples: int, identity: FaceDescriptor | None, reference_labels: np.ndarray | None,
+                       calibrated: Calibrated) -> AttributeQuality:
+    """The models' and instruments' verdicts on ``attribute``'s counterfactuals, and their timing."""
+    index = attribute_index(attribute)
+    x, oracle_before, judge_before = originals.x, originals.oracle, originals.judge
+    with torch.no_grad():
+        classifier_after = decisions(classifier(counterfactuals))
+        oracle_after = decisions(oracle(counterfactuals))
+        judge_after = decisions(judge(counterfactuals)) if judge is not None else None
+    judged = judge_before[:, index] != targets if judge is not None else torch.zeros(0)
+    counterfactual_features = oracle_features(oracle, counterfactuals)
+    extras = _instrument_fields(attribute, index, targets, counterfactuals, counterfactual_features, originals,
+                                strong_judge, identity, reference_labels, calibrated)
+    return AttributeQuality(
+        attribute=attribute, n=len(x),
+        flip_rate=round(flip_rate(classifier_after[:, index], targets), 2),
+        oracle_flip_rate=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets),
+        judge_flip_rate=real_flip_rate(judge_before[:, index], judge_after[:, index], targets)
+        if judge is not None else None,
+        judge_agreed=int(judged.sum()),
+        mnac=round(mean_number_of_attributes_changed(oracle_before, oracle_after, index), 3),
+        proximity=round(float(recourse_cost(x, counterfactuals).mean()), 5),
+        oracle_fd=round(frechet_distance(counterfactual_features, originals.reference_features), 3),
+        median_seconds=round(median_seconds_per_counterfactual(
+            x[:timing_samples], classifier, attribute, targets[:timing_samples], generator, config), 3),
+        to_target_1=int(targets.sum()),
+        oracle_flip_rate_to_1=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 1),
+        oracle_flip_rate_to_0=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 0),
+        **extras,
+    )
+
+
+def _instrument_fields(attribute: str, index: int, targets: torch.Tensor, counterfactuals: torch.Tensor,
+                       counterfactual_features: torch.Tensor, originals: _Originals, strong_judge: nn.Module | None,
+                       identity: FaceDescriptor | None, reference_labels: np.ndarray | None,
+                       calibrated: Calibrated) -> dict:
+    """The optional instruments' fields of an :class:`AttributeQuality` (those not asked for are left out)."""
+    extras = {}
+    if strong_judge is not None:
         with torch.no_grad():
-            classifier_after = decisions(classifier(counterfactuals))
-            oracle_after = decisions(oracle(counterfactuals))
-            judge_after = decisions(judge(counterfactuals)) if judge is not None else None
-        judged = judge_before[:, index] != targets if judge is not None else torch.zeros(0)
-        counterfactual_features = oracle_features(oracle, counterfactuals)
-        extras = {}
-        if strong_judge is not None:
-            with torch.no_grad():
-                strong_after = decisions(strong_judge(counterfactuals))
-            extras.update(strong_judge_flip_rate=real_flip_rate(strong_before[:, index], strong_after[:, index], targets),
-                          strong_judge_agreed=int((strong_before[:, index] != targets).sum()))
-        for name, real in real_decisions.items():
-            before = judge_before if name == "judge" else strong_before
-            extras[f"{name}_ceiling"] = real_face_ceiling(
-                real[:, index], torch.as_tensor(np.asarray(reference_labels)[:, index]).long(),
-                targets[before[:, index] != targets])
-        if calibrated:
-            extras["judge_verdicts"] = tuple(set_verdicts(attribute, judged_originals, counterfactuals, targets,
-                                                          calibrated))
-        if identity is not None:
-            kept = identity_result(original_descriptors, identity(counterfactuals))
-            extras.update(fva=kept.fva, fs=kept.fs)
-        if reference_labels is not None:
-            try:
-                realism = realism_with_floor(counterfactual_features, targets.numpy(),
-                                             reference_features[torch.as_tensor(real_pool)],
-                                             np.asarray(reference_labels)[real_pool, index])
-                extras.update(realism_n=realism.n, realism_fd=realism.fd, realism_kid=realism.kid,
-                              floor_fd=realism.floor_fd, floor_kid=realism.floor_kid)
-            except ValueError:
-                pass  # too few real faces with the target attribute to compare: the fields stay None
-        results.append(AttributeQuality(
-            attribute=attribute, n=len(x),
-            flip_rate=round(flip_rate(classifier_after[:, index], targets), 2),
-            oracle_flip_rate=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets),
-            judge_flip_rate=real_flip_rate(judge_before[:, index], judge_after[:, index], targets)
-            if judge is not None else None,
-            judge_agreed=int(judged.sum()),
-            mnac=round(mean_number_of_attributes_changed(oracle_before, oracle_after, index), 3),
-            proximity=round(float(recourse_cost(x, counterfactuals).mean()), 5),
-            oracle_fd=round(frechet_distance(counterfactual_features, reference_features), 3),
-            median_seconds=round(median_seconds_per_counterfactual(
-                x[:timing_samples], classifier, attribute, targets[:timing_samples], generator, config), 3),
-            to_target_1=int(targets.sum()),
-            oracle_flip_rate_to_1=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 1),
-            oracle_flip_rate_to_0=real_flip_rate(oracle_before[:, index], oracle_after[:, index], targets, targets == 0),
-            **extras,
-        ))
-    return QualityReport(tuple(results), config, len(reference_images))
+            strong_after = decisions(strong_judge(counterfactuals))
+        strong_before = originals.strong_judge
+        extras.update(strong_judge_flip_rate=real_flip_rate(strong_before[:, index], strong_after[:, index], targets),
+                      strong_judge_agreed=int((strong_before[:, index] != targets).sum()))
+    for name, real in originals.real_decisions.items():
+        before = originals.judge if name == "judge" else originals.strong_judge
+        extras[f"{name}_ceiling"] = real_face_ceiling(
+            real[:, index], torch.as_tensor(np.asarray(reference_labels)[:, index]).long(),
+            targets[before[:, index] != targets])
+    if calibrated:
+        extras["judge_verdicts"] = tuple(set_verdicts(attribute, originals.judged, counterfactuals, targets,
+                                                      calibrated))
+    if identity is not None:
+        kept = identity_result(originals.descriptors, identity(counterfactuals))
+        extras.update(fva=kept.fva, fs=kept.fs)
+    if reference_labels is not None:
+        try:
+            realism = realism_with_floor(counterfactual_features, targets.numpy(),
+                                         originals.reference_features[torch.as_tensor(originals.real_pool)],
+                                         np.asarray(reference_labels)[originals.real_pool, index])
+            extras.update(realism_n=realism.n, realism_fd=realism.fd, realism_kid=realism.kid,
+                          floor_fd=realism.floor_fd, floor_kid=realism.floor_kid)
+        except ValueError:
+            pass  # too few real faces with the target attribute to compare: the fields stay None
+    return extras

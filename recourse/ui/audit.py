@@ -278,61 +278,81 @@ class AuditTab:
             give_back()  # what the audit freed goes back to the system (recourse.memory)
 
 
-def build_audit_tab() -> AuditTab:
-    """The tab's contents: the choices on the left, the verdict and the faces on the right, the
-    rest folded below."""
-    with gr.Row(equal_height=False):
-        with gr.Column(scale=2, min_width=300):
-            gallery = gr.Gallery(gallery_faces(), label=GALLERY_LABEL, columns=6, rows=1, height=150,
-                                 allow_preview=False, elem_id="gallery")
-            with gr.Row(equal_height=True):
-                upload = UploadedImage(label="…or upload a photo (the face is found and aligned)", type="filepath",
-                                       sources=["upload"], height=90, buttons=[], elem_id="upload", scale=3,
-                                       min_width=160)
-                with gr.Column(scale=1, min_width=90):
-                    gr.Examples([[str(EXAMPLE_PHOTO)]], inputs=[upload], label="Example")
-            with gr.Row():
-                variant = Choice(list(VARIANTS), value=VARIANTS[0], label="Compressed variant", min_width=140)
-                attribute = Choice(list(ATTRIBUTES), value="Smiling", label="Attribute", min_width=140)
-            with gr.Row():
-                target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
-                                min_width=400)  # a row of its own: its choices read whole
-                margin = gr.Slider(0, limits.MAX_MARGIN, value=STOPS.visible, step=0.25, elem_id="margin",
-                                   min_width=400, label="Pictures at margin (0 = boundary)")
-            # the button above the folded settings: it stays on a 1280×800 first screen
-            run = gr.Button("Audit", variant="primary", elem_id="run-audit")
-            with gr.Accordion("Generator settings", open=False):
-                # only the chosen method's controls are shown (method_controls)
-                used = METHOD_CONTROLS[DEFAULTS.method]
-                method = Choice(METHOD_CHOICES, value=DEFAULTS.method, label="Counterfactual method", elem_id="method")
-                method_note = gr.Markdown(METHOD_NOTES[DEFAULTS.method], elem_id="method-note")
-                edit_steps = gr.Slider(1, limits.MAX_EDIT_STEPS, value=DEFAULTS.edit_steps, step=1,
-                                       label=CONTROL_LABELS["edit_steps"], visible="edit_steps" in used)
-                sigma = gr.Slider(*limits.SIGMAS, value=DEFAULTS.sigma, step=0.02, label=CONTROL_LABELS["sigma"],
-                                  visible="sigma" in used)
-                steps = gr.Slider(10, limits.MAX_STEPS, value=DEFAULTS.finish_steps, step=10,
-                                  label=CONTROL_LABELS["finish_steps"], visible="finish_steps" in used)
-                guidance = gr.Slider(limits.MIN_CONE, 90, value=DEFAULTS.cone_degrees, step=1,
-                                     label=CONTROL_LABELS["cone_degrees"], visible="cone_degrees" in used)
-                seed = WholeNumber(value=DEFAULTS.seed, precision=0, minimum=0, maximum=2**31 - 1,
-                                   label=CONTROL_LABELS["seed"])
-                if limits.PUBLIC:
-                    gr.Markdown(BUDGET_NOTE, elem_id="budget")
-            models = None if limits.PUBLIC else build_your_models()
-        with gr.Column(scale=3, min_width=300):
-            status = gr.Markdown("Choose a face and press **Audit**.", label="Status", elem_id="status")
-            verdict = gr.Markdown(label="Verdict", elem_id="verdict")
-            with gr.Row(equal_height=True, elem_classes="faces"):
-                image_options = {"type": "pil", "format": "png", "interactive": False, "buttons": ["download"],
-                                 "min_width": 100}
-                # No download button on the three faces: at 390 px it covers their captions, and
-                # the audit's download below carries all three.
-                face_options = {**image_options, "buttons": []}
-                original_view = gr.Image(label="Face x", elem_id="aligned", **face_options)
-                teacher_cf = gr.Image(label="Full precision x'_f", elem_id="teacher-cf", **face_options)
-                student_cf = gr.Image(label="Compressed x'_g", elem_id="student-cf", **face_options)
-            evidence = gr.HTML(label="Probabilities before and after", elem_id="evidence")
-            cards = gr.HTML(label="Per-image values", elem_id="value-cards")
+def _image_options() -> tuple[dict, dict]:
+    """The result pictures' options, and the three faces' (the same without a download button)."""
+    image_options = {"type": "pil", "format": "png", "interactive": False, "buttons": ["download"],
+                     "min_width": 100}
+    # No download button on the three faces: at 390 px it covers their captions, and
+    # the audit's download below carries all three.
+    face_options = {**image_options, "buttons": []}
+    return image_options, face_options
+
+
+def _face_inputs() -> tuple[gr.Gallery, UploadedImage]:
+    """The gallery, then the upload beside its example photo."""
+    gallery = gr.Gallery(gallery_faces(), label=GALLERY_LABEL, columns=6, rows=1, height=150,
+                         allow_preview=False, elem_id="gallery")
+    with gr.Row(equal_height=True):
+        upload = UploadedImage(label="…or upload a photo (the face is found and aligned)", type="filepath",
+                               sources=["upload"], height=90, buttons=[], elem_id="upload", scale=3,
+                               min_width=160)
+        with gr.Column(scale=1, min_width=90):
+            gr.Examples([[str(EXAMPLE_PHOTO)]], inputs=[upload], label="Example")
+    return gallery, upload
+
+
+def _audit_choices() -> tuple[Choice, Choice, Choice, gr.Slider]:
+    """The variant and the attribute in a row, then the target decision and the margin."""
+    with gr.Row():
+        variant = Choice(list(VARIANTS), value=VARIANTS[0], label="Compressed variant", min_width=140)
+        attribute = Choice(list(ATTRIBUTES), value="Smiling", label="Attribute", min_width=140)
+    with gr.Row():
+        target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
+                        min_width=400)  # a row of its own: its choices read whole
+        margin = gr.Slider(0, limits.MAX_MARGIN, value=STOPS.visible, step=0.25, elem_id="margin",
+                           min_width=400, label="Pictures at margin (0 = boundary)")
+    return variant, attribute, target, margin
+
+
+def _generator_settings() -> tuple[Choice, gr.Markdown, gr.Slider, gr.Slider, gr.Slider, gr.Slider, WholeNumber]:
+    """The folded generator settings: the method, its note, its controls and the seed."""
+    with gr.Accordion("Generator settings", open=False):
+        # only the chosen method's controls are shown (method_controls)
+        used = METHOD_CONTROLS[DEFAULTS.method]
+        method = Choice(METHOD_CHOICES, value=DEFAULTS.method, label="Counterfactual method", elem_id="method")
+        method_note = gr.Markdown(METHOD_NOTES[DEFAULTS.method], elem_id="method-note")
+        edit_steps = gr.Slider(1, limits.MAX_EDIT_STEPS, value=DEFAULTS.edit_steps, step=1,
+                               label=CONTROL_LABELS["edit_steps"], visible="edit_steps" in used)
+        sigma = gr.Slider(*limits.SIGMAS, value=DEFAULTS.sigma, step=0.02, label=CONTROL_LABELS["sigma"],
+                          visible="sigma" in used)
+        steps = gr.Slider(10, limits.MAX_STEPS, value=DEFAULTS.finish_steps, step=10,
+                          label=CONTROL_LABELS["finish_steps"], visible="finish_steps" in used)
+        guidance = gr.Slider(limits.MIN_CONE, 90, value=DEFAULTS.cone_degrees, step=1,
+                             label=CONTROL_LABELS["cone_degrees"], visible="cone_degrees" in used)
+        seed = WholeNumber(value=DEFAULTS.seed, precision=0, minimum=0, maximum=2**31 - 1,
+                           label=CONTROL_LABELS["seed"])
+        if limits.PUBLIC:
+            gr.Markdown(BUDGET_NOTE, elem_id="budget")
+    return method, method_note, edit_steps, sigma, steps, guidance, seed
+
+
+def _verdict_and_faces(face_options: dict) -> tuple[gr.Markdown, gr.Markdown, gr.Image, gr.Image, gr.Image,
+                                                    gr.HTML, gr.HTML]:
+    """The status and the verdict, the three faces in a row, the evidence and the value cards."""
+    status = gr.Markdown("Choose a face and press **Audit**.", label="Status", elem_id="status")
+    verdict = gr.Markdown(label="Verdict", elem_id="verdict")
+    with gr.Row(equal_height=True, elem_classes="faces"):
+        original_view = gr.Image(label="Face x", elem_id="aligned", **face_options)
+        teacher_cf = gr.Image(label="Full precision x'_f", elem_id="teacher-cf", **face_options)
+        student_cf = gr.Image(label="Compressed x'_g", elem_id="student-cf", **face_options)
+    evidence = gr.HTML(label="Probabilities before and after", elem_id="evidence")
+    cards = gr.HTML(label="Per-image values", elem_id="value-cards")
+    return status, verdict, original_view, teacher_cf, student_cf, evidence, cards
+
+
+def _recourse_paths(face_options: dict) -> tuple[gr.HTML, gr.Image, gr.Image, gr.Slider, gr.State]:
+    """The open paths accordion: both plots, each model's edit at the slider, the slider and the
+    path view's state."""
     with gr.Accordion("Where the two models part along each edit (the recourse paths)", open=True,
                       elem_id="recourse-paths"):
         paths = gr.HTML(label="Recourse paths", elem_id="path-plots")
@@ -346,6 +366,12 @@ def build_audit_tab() -> AuditTab:
         position = gr.Slider(0, 1, value=1, step=1 / 32, label="Along the edits (share of each model's whole edit)",
                              elem_id="path-position")
         state = gr.State(None)
+    return paths, teacher_path_view, student_path_view, position, state
+
+
+def _differences_and_attributions(image_options: dict) -> tuple[gr.Image, gr.Image, gr.Image, gr.Image, gr.Image,
+                                                                gr.Image, gr.HTML]:
+    """The folded difference pictures, then the folded attributions with their agreement."""
     with gr.Accordion("Where each recourse changes the face", open=False):
         with gr.Row():
             teacher_diff = gr.Image(label="x'_f − x (red brighter, blue darker)", **image_options)
@@ -357,6 +383,11 @@ def build_audit_tab() -> AuditTab:
             occ_teacher = gr.Image(label="Occlusion: full precision", **image_options)
             occ_student = gr.Image(label="Occlusion: deployed compressed model", **image_options)
         attributions = gr.HTML(label="Attribution agreement")
+    return teacher_diff, student_diff, ig_teacher, ig_student, occ_teacher, occ_student, attributions
+
+
+def _predictions_downloads_and_values() -> tuple[gr.HTML, gr.File, gr.File, gr.JSON]:
+    """The folded predictions chart, downloads, all values and glossary."""
     with gr.Accordion("Both models' predictions", open=False):
         chart = gr.HTML(label="Predictions", elem_id="predictions")
     with gr.Accordion("Download this audit (JSON, one-page HTML report)", open=False):  # no empty boxes
@@ -367,6 +398,27 @@ def build_audit_tab() -> AuditTab:
         raw = gr.JSON(label="All values")
     with gr.Accordion("Glossary", open=False):
         gr.Markdown(GLOSSARY)
+    return chart, export_json, export_html, raw
+
+
+def build_audit_tab() -> AuditTab:
+    """The tab's contents: the choices on the left, the verdict and the faces on the right, the
+    rest folded below."""
+    image_options, face_options = _image_options()
+    with gr.Row(equal_height=False):
+        with gr.Column(scale=2, min_width=300):
+            gallery, upload = _face_inputs()
+            variant, attribute, target, margin = _audit_choices()
+            # the button above the folded settings: it stays on a 1280×800 first screen
+            run = gr.Button("Audit", variant="primary", elem_id="run-audit")
+            method, method_note, edit_steps, sigma, steps, guidance, seed = _generator_settings()
+            models = None if limits.PUBLIC else build_your_models()
+        with gr.Column(scale=3, min_width=300):
+            status, verdict, original_view, teacher_cf, student_cf, evidence, cards = _verdict_and_faces(face_options)
+    paths, teacher_path_view, student_path_view, position, state = _recourse_paths(face_options)
+    (teacher_diff, student_diff, ig_teacher, ig_student, occ_teacher, occ_student,
+     attributions) = _differences_and_attributions(image_options)
+    chart, export_json, export_html, raw = _predictions_downloads_and_values()
     # The API page's example upload is a face, not gradio's default picture.
     upload.example_payload = lambda: handle_file(str(EXAMPLE_PHOTO.relative_to(assets_dir().parent)))
     upload.example_value = upload.example_payload
