@@ -1,0 +1,55 @@
+"""The test run of the product's default: judges pooled over both targets, and edits kept and resumed by chunk."""
+
+import pytest
+import torch
+
+from scripts.measurements import quality_visible
+from scripts.measurements.quality_visible import judge_rows, made_edits, settings_key
+
+
+def verdict(judge, target, n, seen, shift):
+    return {"judge": judge, "target": target, "n": n, "missing": 0, "seen_rate": seen, "seen_low": 0.0,
+            "seen_high": 1.0, "ceiling": 0.8, "seen_over_ceiling": seen / 0.8, "shift": shift, "shift_low": 0.0,
+            "shift_high": 2.0}
+
+
+def test_each_judge_gets_its_targets_and_a_pooled_row_weighted_by_their_sizes():
+    rows = judge_rows([verdict("a", 1, 30, 0.9, 1.2), verdict("a", 0, 10, 0.5, 0.4), verdict("b", 1, 5, 0.2, 0.1)])
+    assert [(r["judge"], r["target"]) for r in rows] == [("a", 1), ("a", 0), ("a", "both"), ("b", 1), ("b", "both")]
+    pooled = rows[2]
+    assert pooled["n"] == 40
+    assert pooled["seen_rate"] == pytest.approx((30 * 0.9 + 10 * 0.5) / 40)
+    assert pooled["shift"] == pytest.approx((30 * 1.2 + 10 * 0.4) / 40)
+
+
+def test_a_missing_shift_is_left_out_of_the_pool_not_counted_as_zero():
+    rows = judge_rows([verdict("a", 1, 30, 0.9, float("nan")), verdict("a", 0, 10, 0.5, 0.4)])
+    assert rows[-1]["shift"] == pytest.approx(0.4)
+
+
+def test_the_key_changes_with_any_setting_and_not_with_order():
+    assert settings_key({"a": 1, "b": 2}) == settings_key({"b": 2, "a": 1})
+    assert settings_key({"a": 1, "b": 2}) != settings_key({"a": 1, "b": 3})
+
+
+def test_edits_are_kept_by_chunk_and_a_resumed_run_makes_only_the_missing_ones(tmp_path, monkeypatch):
+    made = []
+
+    class Result:
+        def __init__(self, images):
+            self.edits = images + 0.5
+
+    def fake_generate(images, classifier, attribute, targets, config, generator, seeds):
+        made.append(seeds[0])
+        return Result(images)
+
+    monkeypatch.setattr(quality_visible, "generate", fake_generate)
+    monkeypatch.setattr(quality_visible, "CHUNK", 2)
+    x = torch.rand(5, 3, 4, 4)
+    config = type("Config", (), {"seed": 7})()
+    edits, seconds = made_edits(x, None, "Smiling", torch.ones(5), config, None, tmp_path)
+    assert torch.equal(edits, x + 0.5) and len(seconds) == 5 and made == [7, 8, 9, 10, 11]
+    (tmp_path / "Smiling-00002-00004.safetensors").unlink()  # a session ended before this chunk was kept
+    made.clear()
+    again, _ = made_edits(x, None, "Smiling", torch.ones(5), config, None, tmp_path)
+    assert torch.equal(again, edits) and made == [9, 10]
