@@ -267,3 +267,16 @@ def test_on_real_faces_the_fitted_mouth_is_near_the_framings_mean_mouth(fresh_ca
     distances = np.array([np.linalg.norm(centre(mask[0]) - mean) for mask in result.mask])
     assert (distances[result.found] < 3.0).mean() >= 0.8, distances
     assert not np.allclose(distances[result.found], 0)  # fitted, not the mean
+
+
+def test_fewer_steps_asked_mean_fewer_region_steps_too_in_the_cli_as_in_the_app():
+    from recourse.cli import build_parser
+    from recourse.cli.common import _counterfactual_config
+    from recourse.generation.guidance import region_steps_for
+
+    assert (region_steps_for(24), region_steps_for(4), region_steps_for(1)) == (48, 8, 2)
+    base = ["counterfactual", "face.png", "--attribute", "Smiling", "--out", "o.png"]
+    assert _counterfactual_config(build_parser().parse_args([*base, "--edit-steps", "4"])).region_edit_steps == 8
+    named = build_parser().parse_args([*base, "--edit-steps", "4", "--region-edit-steps", "10"])
+    assert _counterfactual_config(named).region_edit_steps == 10
+    assert _counterfactual_config(build_parser().parse_args(base)).region_edit_steps == 48

@@ -193,6 +193,10 @@ def _counterfactual_config(args: argparse.Namespace, base=None):
              "finish_learning_rate", "stop_search", "sigma", "edit_steps", "region_mask", "whole_face_region",
              "region_edit_steps", "adaptive_share")
     values = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
+    if "edit_steps" in values and "region_edit_steps" not in values:  # as the app's slider: 24 → 48 in a region
+        from recourse.generation.guidance import region_steps_for
+
+        values["region_edit_steps"] = region_steps_for(values["edit_steps"])
     if getattr(args, "counterfactual_method", None) is not None:
         values["method"] = args.counterfactual_method
     return replace(base if base is not None else CounterfactualConfig(), **values)

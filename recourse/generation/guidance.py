@@ -381,3 +381,10 @@ def pca_walk(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Ten
     with torch.no_grad():
         start = edit(latents) if timesteps else images
     return edit_towards(images, start - images, model, index, sign, config, generator, decider, use_guide)
+
+
+def region_steps_for(edit_steps: int) -> int:
+    """The steps of a region-confined edit when a user sets the frame's ``edit_steps``: the
+    defaults' proportion (24 → 48), so that fewer steps asked mean fewer steps everywhere."""
+    defaults = CounterfactualConfig()
+    return max(1, round(edit_steps * defaults.region_edit_steps / defaults.edit_steps))

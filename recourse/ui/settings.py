@@ -14,6 +14,7 @@ from recourse.audit_result import AuditSettings, product_settings
 from recourse.generation import METHODS, CounterfactualConfig
 from recourse.data import ATTRIBUTES
 from recourse.generation.denoised import edit_budget
+from recourse.generation.guidance import region_steps_for
 from recourse.stops import committed_stops
 from recourse.progress import StageCheck
 from recourse.ui import limits
@@ -52,7 +53,7 @@ def settings_from(steps: float, cone: float, seed: float, margin: float, method:
     try:
         # The slider sets the frame's steps; an edit confined to its region gets its default
         # multiple of them (48 for 24), so that fewer steps on screen mean less work everywhere.
-        region_steps = max(1, round(edit_steps * DEFAULTS.region_edit_steps / DEFAULTS.edit_steps))
+        region_steps = region_steps_for(edit_steps)
         return product_settings(margin, "benchmark", replace(DEFAULTS, method=method, finish_steps=steps,
                                                              cone_degrees=cone, edit_steps=edit_steps, sigma=sigma,
                                                              seed=seed, region_edit_steps=region_steps))
