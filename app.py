@@ -10,6 +10,11 @@ Public mode (on a Space, or with ``RECOURSE_PUBLIC=1``): every request goes thro
 and scans keep to a cost budget (``recourse.ui.limits``). Local mode only: "Your models" audits
 an auditor's own pair, given as two model cards (``recourse.foreign``).
 
+Start-up (``recourse.ui.startup``): a quick check of the classifier and the generator (a broken
+one stops the app with one line and exit code 2), then the server answers at once while every
+other model loads in the background; an audit, a scan or "Use these models" asked for meanwhile
+waits for the loading and says so in its status line.
+
 Always: uploads reach the app as checked paths in Gradio's upload folder and are decoded by
 ``recourse.faces`` only (``recourse.inputs``); request bodies are capped
 (``recourse.request_limits``); each running app keeps its files in a folder of its own
@@ -18,7 +23,7 @@ Always: uploads reach the app as checked paths in Gradio's upload folder and are
 
 from __future__ import annotations
 
-import threading
+from functools import partial
 from pathlib import Path
 
 import gradio as gr
@@ -29,7 +34,7 @@ from recourse.ui.audit import build_audit_tab, method_controls, select_gallery_f
 from recourse.ui.benchmark import benchmark_view, build_benchmark_tab
 from recourse.ui.failures import build_failures_tab, find_failures, select_failure
 from recourse.ui.limits import CACHE_LIFETIME_S, HEAVY_CONCURRENCY, PUBLIC, QUEUE_SIZE, SESSIONS_KEPT
-from recourse.ui.startup import request_limits, start_up, warm_up
+from recourse.ui.startup import LOADING, after_loading, request_limits, start_up
 from recourse.ui.texts import HEADING
 from recourse.ui.your_models import use_cards
 
@@ -92,16 +97,20 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     audit.upload.upload(lambda: None, None, selected_face, api_visibility="private")
     audit.position.input(show_path_point, [audit.position, audit.path_state],
                          [audit.paths, audit.teacher_path_view, audit.student_path_view], api_visibility="private")
+    # Whatever runs a model waits for the models loading at start-up (recourse.ui.startup), saying
+    # so in its status line; without a launch (tests, scripts) nothing waits.
+    audit_after_loading = after_loading(audit.run_audit, audit.status)
     # On a phone the status line sits below the settings: brought into view when the audit starts.
     audit.run.click(audit.clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private",
                     js=SHOW_STATUS).then(
-        audit.run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, api_name="audit", **HEAVY)
+        audit_after_loading, AUDIT_INPUTS, AUDIT_OUTPUTS, api_name="audit", **HEAVY)
     if models is not None:
-        models.use.click(use_cards, [models.model_card, models.variant_card, audit.attribute, failures.attribute],
+        models.use.click(after_loading(use_cards, models.status),
+                         [models.model_card, models.variant_card, audit.attribute, failures.attribute],
                          [audit.attribute, failures.attribute, models.status], api_name="use_models")
     benchmark.run.change(benchmark_view, benchmark.run, [benchmark.caption, benchmark.table, benchmark.plot],
                          api_name="benchmark")
-    scanning = failures.scan.click(find_failures, SCAN_INPUTS,
+    scanning = failures.scan.click(after_loading(find_failures, failures.status), SCAN_INPUTS,
                                    [failures.ranking, failures.thumbnails, found_faces, failures.status],
                                    api_name="find_failures", **HEAVY)
     failures.cancel.click(None, None, None, cancels=[scanning])
@@ -110,9 +119,10 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
                        [selected_face, audit.upload, audit.original_view, audit.variant, audit.attribute,
                         audit.target, tabs], api_visibility="private").then(
             audit.clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private").then(
-            audit.run_audit, AUDIT_INPUTS, AUDIT_OUTPUTS, api_visibility="private", **HEAVY)
-    demo.load(lambda: [gr.Dropdown(choices=variant_choices())] * 2, None, [audit.variant, failures.variant],
-              api_visibility="private")
+            audit_after_loading, AUDIT_INPUTS, AUDIT_OUTPUTS, api_visibility="private", **HEAVY)
+    # each variant labelled with why it cannot be used, once all are loaded (the list is usable meanwhile)
+    demo.load(after_loading(lambda: [gr.Dropdown(choices=variant_choices())] * 2), None,
+              [audit.variant, failures.variant], api_visibility="private", show_progress="hidden")
 
 # One queue for every route: in public mode the direct /run routes are closed (gradio_client
 # and the browser join the queue), and the queue holds at most QUEUE_SIZE requests.
@@ -129,8 +139,10 @@ def __getattr__(name: str):
 
 if __name__ == "__main__":
     limit_arenas(HEAVY_CONCURRENCY)  # before Gradio's worker threads exist (recourse.memory)
-    start_up(lambda line: print(line, flush=True))
-    threading.Thread(target=warm_up, daemon=True).start()
+    log = partial(print, flush=True)
+    start_up(log)  # quick: a broken classifier or generator stops the app here, exit code 2
+    # every other model, then a warm-up audit, in the background once the server is up
+    LOADING.start(log, when=lambda: demo.is_running)
     theme = gr.themes.Default(font=["ui-sans-serif", "system-ui", "sans-serif"],
                               font_mono=["ui-monospace", "monospace"])  # system fonts: nothing fetched, offline
     # show_error=False: errors we raise (gr.Error) are shown; any other, gradio's own included, shows a
@@ -139,4 +151,5 @@ if __name__ == "__main__":
     # send a caller's runs to a bucket of theirs from this server)
     demo.launch(theme=theme, css=CSS, max_file_size=faces.MAX_UPLOAD_BYTES, show_error=False,
                 app_kwargs={"middleware": request_limits(demo)}, enable_monitoring=False if PUBLIC else None,
-                run_history=not PUBLIC, state_session_capacity=SESSIONS_KEPT)
+                run_history=not PUBLIC, state_session_capacity=SESSIONS_KEPT, prevent_thread_lock=True)
+    LOADING.serve(demo)  # until interrupted; a model that fails to load stops it as start_up would

@@ -1,7 +1,8 @@
 """The committed models, loaded once and shared read-only by every audit and scan.
 
 Loading a variant traces it with torch.fx, which patches ``nn.Module.__call__`` for the whole
-process while it runs; a server loads every variant before it takes requests (``app.load_models``).
+process while it runs; the app loads every variant before any audit runs
+(``recourse.ui.startup``: in the background once it serves, with audits waiting for it).
 """
 
 from __future__ import annotations

@@ -5,5 +5,6 @@ ranked worst first), ``benchmark`` (the committed runs) and ``your_models`` (an 
 pair, local mode only). Public mode and every limit are in ``limits``, the checks that hold a
 request to them in ``settings``; ``errors`` words failures without server paths, ``storage``
 keeps this instance's files (its folder is claimed on import), ``texts`` holds the longer texts
-and ``startup`` what happens before the app serves. Nothing here imports ``app``.
+and ``startup`` the app's start-up: the checks before it serves, the models loaded in the
+background after. Nothing here imports ``app``.
 """

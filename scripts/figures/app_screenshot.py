@@ -17,6 +17,7 @@ import os
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -35,43 +36,63 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def start_app(timeout: float = 600.0, log: Path | None = None) -> Iterator[str]:
-    """``python app.py`` on a free localhost port; yields its URL once it answers, stops it after.
-    It loads every variant first: seconds alone, minutes on cores shared with training runs."""
-    with app_process(timeout, log) as (url, _):
+def start_app(timeout: float = 600.0, log: Path | None = None, ready: bool = True) -> Iterator[str]:
+    """``python app.py`` on a free localhost port; yields its URL once it answers (and, with
+    ``ready``, once every model is loaded and warmed up), stops it after. Loading every variant
+    takes seconds alone, minutes on cores shared with training runs."""
+    with app_process(timeout, log, ready) as (url, _):
         yield url
 
 
 @contextlib.contextmanager
-def app_process(timeout: float = 600.0, log: Path | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
-    """As :func:`start_app`, also giving the process (to watch its memory)."""
+def app_process(timeout: float = 600.0, log: Path | None = None,
+                ready: bool = True) -> Iterator[tuple[str, subprocess.Popen]]:
+    """As :func:`start_app`, also giving the process (to watch its memory). The app serves
+    before its models are loaded (recourse.ui.startup); ``ready`` waits for them too, so that what
+    a caller measures is an audit, not the loading."""
+    from recourse.ui.startup import READY_LINE  # the line the app logs once loaded and warmed up
+
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
-           "GRADIO_ANALYTICS_ENABLED": "False"}
-    output = open(log, "w") if log else subprocess.DEVNULL
-    process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=output, stderr=subprocess.STDOUT)
-    url = f"http://127.0.0.1:{port}/"
-    try:
-        deadline = time.monotonic() + timeout
-        while True:
-            if process.poll() is not None:
-                raise RuntimeError(f"app.py exited with code {process.returncode} before serving")
-            try:
-                with urllib.request.urlopen(url, timeout=2):
-                    break
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise TimeoutError(f"app.py did not answer on {url} within {timeout:.0f} s") from None
-                time.sleep(0.5)
-        yield url, process
-    finally:
-        process.terminate()
+           "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
+    with contextlib.ExitStack() as stack:
+        if log is None:
+            log = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="app-log-"))) / "app.log"
+        output = stack.enter_context(open(log, "w"))
+        process = subprocess.Popen([sys.executable, "app.py"], cwd=ROOT, env=env, stdout=output,
+                                   stderr=subprocess.STDOUT)
+        url = f"http://127.0.0.1:{port}/"
         try:
-            process.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            process.kill()
-        if log:
-            output.close()
+            deadline = time.monotonic() + timeout
+            while not answers(url):
+                waited(process, deadline, f"answer on {url}")
+            while ready and READY_LINE not in log.read_text(errors="replace"):
+                waited(process, deadline, "load its models")
+            yield url, process
+        finally:
+            process.terminate()
+            try:
+                process.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                process.kill()
+
+
+def answers(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def waited(process: subprocess.Popen, deadline: float, what: str) -> None:
+    """Half a second more of waiting for the app to ``what``; an error where it has exited or
+    the deadline has passed."""
+    if process.poll() is not None:
+        raise RuntimeError(f"app.py exited with code {process.returncode} before it could {what}")
+    if time.monotonic() > deadline:
+        raise TimeoutError(f"app.py did not {what} in time")
+    time.sleep(0.5)
 
 
 def audit_gallery_face(page, url: str | None, face: int = 0, timeout_ms: int = 120_000) -> None:
