@@ -34,20 +34,14 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from recourse.audit import product_settings
-from recourse.checkpoints import load_classifier
-from recourse.data import attribute_index, load_split, to_float_images
-from recourse.evaluation import predict_logits
+from recourse.data import attribute_index, to_float_images
 from recourse.generation import generate, load_generator
 from recourse.generation.quality import oracle_features
 from recourse.generation.regions import REGIONS
-from recourse.instruments.identity import face_descriptor, identity_result
-from recourse.instruments.readings import calibrations
 from recourse.instruments.realism import realism_with_floor
-from recourse.instruments.set_verdicts import OriginalScores, set_verdicts
-from recourse.metrics import decisions, flip_rate, mean_number_of_attributes_changed
 from recourse.names import QUALITY_ATTRIBUTES
-from recourse.paired import stop_on_paths
-from recourse.paths import generator_dir, oracle_dir, teacher_dir
+from recourse.paths import generator_dir
+from scripts.measurements.stop_readings import Originals, read_stop
 
 CHUNK = 20  # faces per saved chunk: what a session's end can cost
 
@@ -125,40 +119,26 @@ def main(argv: list[str] | None = None) -> None:
     if folder is not None:
         folder.mkdir(parents=True, exist_ok=True)
         (folder / "settings.json").write_text(json.dumps({"config": asdict(config), "split": args.split}, indent=2))
-    classifier, oracle = load_classifier(teacher_dir()).eval(), load_classifier(oracle_dir()).eval()
     generator = load_generator(args.generator)
-    split = load_split(args.data, args.split, classifier.config.resolution, cache_dir=".cache")
-    faces, pool, pool_labels = split.images[:args.n], split.images[args.n:], split.labels[args.n:]
-    x = to_float_images(faces)
-    pool_features = oracle_features(oracle, to_float_images(pool))
-    calibrated = calibrations()
-    judged_originals, describe = OriginalScores(faces), face_descriptor()
-    original_descriptors = describe(x)
-    oracle_before = decisions(predict_logits(oracle, faces))
-    targets_all = 1 - decisions(predict_logits(classifier, faces))
+    originals = Originals.load(args.data, args.split, args.n)
+    pool = originals.rest
+    pool_features = oracle_features(originals.oracle, to_float_images(pool.images[args.n:]))
     started = time.perf_counter()
     rows = []
     for attribute in args.attributes:
         index = attribute_index(attribute)
-        targets = targets_all[:, index]
-        edits, seconds = made_edits(x, classifier, attribute, targets, config, generator, folder)
+        targets = originals.targets[:, index]
+        edits, seconds = made_edits(originals.x, originals.classifier, attribute, targets, config, generator, folder)
         for name, margin in (("visible", stops.visible), ("benchmark", stops.benchmark)):
-            at_stop = stop_on_paths(x, edits, classifier, attribute, targets, margin)
-            with torch.no_grad():
-                after = decisions(classifier(at_stop))[:, index]
-                oracle_after = decisions(oracle(at_stop))
-            verdicts = [v for v in set_verdicts(attribute, judged_originals, at_stop, targets, calibrated)
-                        if v["independent"]]
-            realism = realism_with_floor(oracle_features(oracle, at_stop), targets.numpy(), pool_features,
-                                         pool_labels[:, index])
+            reading = read_stop(originals, attribute, edits, margin)
+            realism = realism_with_floor(oracle_features(originals.oracle, reading.at_stop), targets.numpy(),
+                                         pool_features, pool.labels[args.n:, index])
             row = {"attribute": attribute, "region": REGIONS[attribute] if config.region_mask else "frame",
-                   "stop": name, "margin": margin, "n": len(x),
-                   "flip_rate": round(flip_rate(after, targets), 2),
-                   "fva": identity_result(original_descriptors, describe(at_stop)).fva,
-                   "mnac": round(mean_number_of_attributes_changed(oracle_before, oracle_after, index), 3),
+                   "stop": name, "margin": margin, "n": len(originals.x),
+                   "flip_rate": reading.flip_rate, "fva": reading.fva, "mnac": reading.mnac,
                    "fd": realism.fd, "floor_fd": realism.floor_fd,
                    "fd_over_floor": round(realism.fd / realism.floor_fd, 3) if realism.floor_fd else None,
-                   "judges": judge_rows(verdicts), "median_seconds": round(statistics.median(seconds), 3)}
+                   "judges": judge_rows(reading.verdicts), "median_seconds": round(statistics.median(seconds), 3)}
             rows.append(row)
             pooled = [j for j in row["judges"] if j["target"] == "both"]
             print(f"{attribute:20s} {name:9s} (margin {margin:g}): FR {row['flip_rate']:5.1f}  FVA {row['fva']:5.1f}  "
@@ -167,7 +147,7 @@ def main(argv: list[str] | None = None) -> None:
                   flush=True)
     output = {"command": "python -m scripts.measurements.quality_visible "
                          + shlex.join(sys.argv[1:] if argv is None else argv),
-              "date": datetime.date.today().isoformat(), "split": args.split, "n": len(faces),
+              "date": datetime.date.today().isoformat(), "split": args.split, "n": len(originals.x),
               "stops": stops.to_dict(), "settings": asdict(config),
               "seconds_this_run": round(time.perf_counter() - started, 1), "threads": args.threads,
               "attributes": rows}

@@ -30,16 +30,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recourse.checkpoints import load_classifier
-from recourse.data import attribute_index, load_split, to_float_images
-from recourse.evaluation import predict_logits
+from recourse.data import attribute_index
 from recourse.generation import CounterfactualConfig, generate, load_generator
-from recourse.instruments.identity import face_descriptor, identity_result
-from recourse.instruments.readings import calibrations
-from recourse.instruments.set_verdicts import OriginalScores, set_verdicts
-from recourse.metrics import decisions, flip_rate, mean_number_of_attributes_changed
-from recourse.paired import stop_on_paths
-from recourse.paths import generator_dir, oracle_dir, teacher_dir
+from recourse.paths import generator_dir
+from scripts.measurements.stop_readings import Originals, read_stop
 
 PLATEAU = 0.9  # a stop is on the plateau once its mean shift reaches this share of the largest
 STOPS = (0.0, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0)
@@ -94,38 +88,23 @@ def main(argv: list[str] | None = None) -> None:
     if args.region_mask:  # every group confined, on the edit's own budget (the runs of 2026-12-03)
         config = replace(config, whole_face_region=True, region_edit_steps=config.edit_steps,
                          region_edit_learning_rate=config.edit_learning_rate)
-    classifier, oracle = load_classifier(teacher_dir()).eval(), load_classifier(oracle_dir()).eval()
     generator = load_generator(args.generator)
-    faces = load_split(args.data, args.split, classifier.config.resolution, cache_dir=".cache").images[:args.n]
-    x = to_float_images(faces)
-    calibrated = calibrations()
-    judged_originals, describe = OriginalScores(faces), face_descriptor()
-    original_descriptors = describe(x)
-    oracle_before = decisions(predict_logits(oracle, faces))
-    targets_all = 1 - decisions(predict_logits(classifier, faces))
+    originals = Originals.load(args.data, args.split, args.n)
     started = time.perf_counter()
     per_stop: dict[float, dict[str, list]] = {stop: {"shift": [], "seen_over_ceiling": [], "fva": [], "mnac": [],
                                                      "flip_rate": []} for stop in stops}
     attributes = []
     for attribute in args.attributes:
-        index = attribute_index(attribute)
-        targets = targets_all[:, index]
-        edits = generate(x, classifier, attribute, targets, config, generator,
-                         seeds=tuple(config.seed + i for i in range(len(x)))).edits
+        targets = originals.targets[:, attribute_index(attribute)]
+        edits = generate(originals.x, originals.classifier, attribute, targets, config, generator,
+                         seeds=tuple(config.seed + i for i in range(len(originals.x)))).edits
         rows = []
         for stop in stops:
-            at_stop = stop_on_paths(x, edits, classifier, attribute, targets, stop)
-            with torch.no_grad():
-                after = decisions(classifier(at_stop))[:, index]
-                oracle_after = decisions(oracle(at_stop))
-            verdicts = [v for v in set_verdicts(attribute, judged_originals, at_stop, targets, calibrated)
-                        if v["independent"]]
-            kept = identity_result(original_descriptors, describe(at_stop))
-            row = {"stop": stop, "flip_rate": round(flip_rate(after, targets), 2), "fva": kept.fva,
-                   "mnac": round(mean_number_of_attributes_changed(oracle_before, oracle_after, index), 3),
-                   "shift": _mean([v["shift"] for v in verdicts]),
-                   "seen_over_ceiling": _mean([v["seen_over_ceiling"] for v in verdicts]),
-                   "cost": round(float((at_stop - x).abs().mean()), 5), "verdicts": verdicts}
+            reading = read_stop(originals, attribute, edits, stop)
+            row = {"stop": stop, "flip_rate": reading.flip_rate, "fva": reading.fva, "mnac": reading.mnac,
+                   "shift": _mean([v["shift"] for v in reading.verdicts]),
+                   "seen_over_ceiling": _mean([v["seen_over_ceiling"] for v in reading.verdicts]),
+                   "cost": round(float((reading.at_stop - originals.x).abs().mean()), 5), "verdicts": reading.verdicts}
             rows.append(row)
             for key in per_stop[stop]:
                 per_stop[stop][key].append(row[key])
@@ -136,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
     chosen = plateau_stop(stops, [row["shift"] for row in summary])
     output = {"command": "python -m scripts.measurements.visible_stop "
                          + shlex.join(sys.argv[1:] if argv is None else argv),
-              "date": datetime.date.today().isoformat(), "split": args.split, "n": len(faces),
+              "date": datetime.date.today().isoformat(), "split": args.split, "n": len(originals.x),
               "rule": f"the smallest stop whose mean independent-judge shift reaches {PLATEAU:g} of the largest",
               "plateau": PLATEAU, "chosen_stop": chosen, "settings": asdict(config),
               "seconds": round(time.perf_counter() - started, 1), "summary": summary, "attributes": attributes}
