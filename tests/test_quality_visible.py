@@ -36,20 +36,25 @@ def test_edits_are_kept_by_chunk_and_a_resumed_run_makes_only_the_missing_ones(t
     made = []
 
     class Result:
-        def __init__(self, images):
-            self.edits = images + 0.5
+        def __init__(self, images, shift):
+            self.edits = images + shift
 
     def fake_generate(images, classifier, attribute, targets, config, generator, seeds):
-        made.append(seeds[0])
-        return Result(images)
+        made.append((attribute, seeds[0]))
+        return Result(images, 0.5 if attribute == "Smiling" else -0.5)
 
     monkeypatch.setattr(quality_visible, "generate", fake_generate)
     monkeypatch.setattr(quality_visible, "CHUNK", 2)
     x = torch.rand(5, 3, 4, 4)
+    targets = torch.ones(5, 40)
     config = type("Config", (), {"seed": 7})()
-    edits, seconds = made_edits(x, None, "Smiling", torch.ones(5), config, None, tmp_path)
-    assert torch.equal(edits, x + 0.5) and len(seconds) == 5 and made == [7, 8, 9, 10, 11]
+    made_now = made_edits(x, None, ["Smiling", "Bangs"], targets, config, None, tmp_path)
+    assert torch.equal(made_now["Smiling"][0], x + 0.5) and torch.equal(made_now["Bangs"][0], x - 0.5)
+    assert len(made_now["Smiling"][1]) == 5
+    # face by face, every attribute in turn (the unedited face's denoised views are shared)
+    assert made[:4] == [("Smiling", 7), ("Bangs", 7), ("Smiling", 8), ("Bangs", 8)] and len(made) == 10
     (tmp_path / "Smiling-00002-00004.safetensors").unlink()  # a session ended before this chunk was kept
     made.clear()
-    again, _ = made_edits(x, None, "Smiling", torch.ones(5), config, None, tmp_path)
-    assert torch.equal(again, edits) and made == [9, 10]
+    again = made_edits(x, None, ["Smiling", "Bangs"], targets, config, None, tmp_path)
+    assert torch.equal(again["Smiling"][0], made_now["Smiling"][0]) and made == [("Smiling", 9), ("Smiling", 10)]
+    assert torch.equal(again["Bangs"][0], made_now["Bangs"][0])

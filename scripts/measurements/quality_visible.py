@@ -50,31 +50,43 @@ def settings_key(settings: dict) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def made_edits(x: torch.Tensor, classifier, attribute: str, targets: torch.Tensor, config, generator,
-               folder: Path | None) -> tuple[torch.Tensor, list[float]]:
-    """Each face's whole edit and the seconds it took, chunk by chunk, from ``folder`` where made."""
-    edits, seconds = [], []
+def made_edits(x: torch.Tensor, classifier, attributes: list[str], targets: torch.Tensor, config, generator,
+               folder: Path | None) -> dict[str, tuple[torch.Tensor, list[float]]]:
+    """Each attribute's whole edit of each face and the seconds it took, chunk by chunk, from
+    ``folder`` where made. A chunk's faces are edited face by face, every attribute in turn: the
+    unedited face's denoised views are then computed once for all of them
+    (``recourse.generation.denoised.REFERENCE_VIEWS``), with the same numbers."""
+    edits = {attribute: [] for attribute in attributes}
+    seconds = {attribute: [] for attribute in attributes}
     for start in range(0, len(x), CHUNK):
         stop = min(start + CHUNK, len(x))
-        path = folder / f"{attribute}-{start:05d}-{stop:05d}.safetensors" if folder else None
-        if path is not None and path.is_file():
-            kept = load_file(path)
-            edits.append(kept["edits"])
-            seconds.extend(kept["seconds"].tolist())
-            continue
-        chunk, times = [], []
+        paths = {attribute: folder / f"{attribute}-{start:05d}-{stop:05d}.safetensors" if folder else None
+                 for attribute in attributes}
+        missing = [attribute for attribute in attributes if paths[attribute] is None or not paths[attribute].is_file()]
+        chunks = {attribute: ([], []) for attribute in missing}
         for i in range(start, stop):
-            started = time.perf_counter()
-            chunk.append(generate(x[i:i + 1], classifier, attribute, targets[i:i + 1], config, generator,
-                                  seeds=(config.seed + i,)).edits)
-            times.append(time.perf_counter() - started)
-        chunk = torch.cat(chunk)
-        if path is not None:
-            save_file({"edits": chunk.contiguous(), "seconds": torch.tensor(times, dtype=torch.float64)}, path)
-        edits.append(chunk)
-        seconds.extend(times)
-        print(f"{attribute}: {stop}/{len(x)} edits ({statistics.median(seconds):.2f} s median)", flush=True)
-    return torch.cat(edits), seconds
+            for attribute in missing:
+                index = attribute_index(attribute)
+                started = time.perf_counter()
+                edit = generate(x[i:i + 1], classifier, attribute, targets[i:i + 1, index], config, generator,
+                                seeds=(config.seed + i,)).edits
+                chunks[attribute][0].append(edit)
+                chunks[attribute][1].append(time.perf_counter() - started)
+        for attribute in attributes:
+            if attribute in chunks:
+                chunk, times = torch.cat(chunks[attribute][0]), chunks[attribute][1]
+                if paths[attribute] is not None:
+                    save_file({"edits": chunk.contiguous(), "seconds": torch.tensor(times, dtype=torch.float64)},
+                              paths[attribute])
+            else:
+                kept = load_file(paths[attribute])
+                chunk, times = kept["edits"], kept["seconds"].tolist()
+            edits[attribute].append(chunk)
+            seconds[attribute].extend(times)
+        if missing:
+            print(f"{stop}/{len(x)} faces: " + ", ".join(f"{attribute} {statistics.median(seconds[attribute]):.2f} s"
+                                                       for attribute in missing) + " median per edit", flush=True)
+    return {attribute: (torch.cat(edits[attribute]), seconds[attribute]) for attribute in attributes}
 
 
 def judge_rows(verdicts: list[dict]) -> list[dict]:
@@ -125,10 +137,12 @@ def main(argv: list[str] | None = None) -> None:
     pool_features = oracle_features(originals.oracle, to_float_images(pool.images[args.n:]))
     started = time.perf_counter()
     rows = []
+    made = made_edits(originals.x, originals.classifier, args.attributes, originals.targets, config, generator,
+                      folder)
     for attribute in args.attributes:
         index = attribute_index(attribute)
         targets = originals.targets[:, index]
-        edits, seconds = made_edits(originals.x, originals.classifier, attribute, targets, config, generator, folder)
+        edits, seconds = made[attribute]
         for name, margin in (("visible", stops.visible), ("benchmark", stops.benchmark)):
             reading = read_stop(originals, attribute, edits, margin)
             realism = realism_with_floor(oracle_features(originals.oracle, reading.at_stop), targets.numpy(),
