@@ -94,7 +94,7 @@ def test_the_method_choice_reaches_the_audit_and_its_exports(project_home, metho
         assert values["method"] == method and values["margin"] == CounterfactualConfig().margin
         assert settings["stops"]["visible"] == 0.0  # the screen's margin: where the pictures are shown
         assert {key: values[key] for key in recorded} == recorded
-    summary = app.method_summary(CounterfactualConfig(**exported["settings"]["counterfactual"]))
+    summary = app.method_summary(CounterfactualConfig(**exported["settings"]["counterfactual"]), "Smiling")
     assert summary.startswith(method + ",") and summary in shown[app.status]
     assert html.escape(summary) in Path(shown[app.export_html]).read_text()
 

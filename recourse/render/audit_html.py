@@ -337,7 +337,7 @@ def report_html(result: AuditResult, source: str = "") -> str:
 <body style="font-family:sans-serif;max-width:1100px;margin:auto">
 <h1>Recourse audit</h1>
 <p>Variant <b>{html.escape(p.variant)}</b> against the full-precision classifier; attribute <b>{html.escape(p.attribute)}</b>,
-target {target}; seed {result.seed}; method {html.escape(method_summary(result.settings.counterfactual))}; {html.escape(stops_summary(result))}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
+target {target}; seed {result.seed}; method {html.escape(method_summary(result.settings.counterfactual, p.attribute))}; {html.escape(stops_summary(result))}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
 Metric definitions: docs/metrics.md in the recourse-audit repository.</p>
 <h2>Verdict</h2><p style="font-size:18px">{html.escape(result.verdict)}</p>
 {value_cards(result)}

@@ -4,6 +4,8 @@ act on each method, and a short summary of the settings a result was made with."
 from __future__ import annotations
 
 from recourse.generation import CounterfactualConfig
+from recourse.generation.denoised import confined_to_region, edit_budget
+from recourse.generation.regions import REGIONS
 
 # (label, value) of the app's method choice, in the order offered: every name of
 # recourse.generation.METHODS (tests/test_app.py checks)
@@ -39,10 +41,17 @@ CONTROL_LABELS = {
 }
 
 
-def method_summary(config: CounterfactualConfig) -> str:
-    """The method and the settings of it that the app offers, as a status line says them."""
+def method_summary(config: CounterfactualConfig, attribute: str | None = None) -> str:
+    """The method and the settings of it that the app offers, as a status line says them. With
+    the ``attribute``, a denoised edit also says where it edits and the steps it really takes
+    (a region's edit takes more than the screen's steps: ``recourse.generation.guidance.region_steps_for``)."""
     if config.method == "denoised":
-        return f"denoised, {config.edit_steps} denoiser steps, σ {config.sigma:g}"
+        if attribute is None:
+            return f"denoised, {config.edit_steps} denoiser steps, σ {config.sigma:g}"
+        steps, _ = edit_budget(config, attribute)
+        where = f"in the {REGIONS[attribute].replace('_', ' ')} region" if confined_to_region(config, attribute) \
+            else "over the frame"
+        return f"denoised, {steps} denoiser steps {where}, σ {config.sigma:g}"
     if config.method == "pca-walk-cone":
         return f"pca-walk-cone, at most {config.finish_steps} editing steps, cone {config.cone_degrees:g}°"
     return f"{config.method}, at most {config.finish_steps} editing steps"

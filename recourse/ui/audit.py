@@ -263,7 +263,8 @@ class AuditTab:
                         self.occ_student: pictures["occlusion_student"],
                         self.attributions: attribution_table(result), self.raw: shareable(result.to_dict()),
                         self.export_json: json_file, self.export_html: html_file,
-                        self.status: (f"**Alignment:** {p.alignment} · {method_summary(settings.counterfactual)} · "
+                        self.status: (f"**Alignment:** {p.alignment} · "
+                                      f"{method_summary(settings.counterfactual, attribute)} · "
                                       f"{stops_summary(result)} · "
                                       f"audit took {result.seconds['total']:.2f} s{black_box_passes(pair, passes)}"),
                         **self._path_outputs(path_state(result)),

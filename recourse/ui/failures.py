@@ -103,7 +103,8 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
                           for rank, (c, (_, pixels)) in enumerate(zip(cases, found["cases"]))]
             yield (rows, thumbnails, found,
                    f"{done} of {total} faces ranked (worst first) for **{name}**, **{attribute}**, "
-                   f"{method_summary(settings.counterfactual)}, pictures at margin {settings.stops.visible:g}, numbers at "
+                   f"{method_summary(settings.counterfactual, attribute)}, "
+                   f"pictures at margin {settings.stops.visible:g}, numbers at "
                    f"margin {settings.stops.numbers:g}"
                    f"{black_box_passes(pair, passes)}. Click a row or a thumbnail to audit it with these settings"
                    + (" and Your models." if pair is not None else "."))
