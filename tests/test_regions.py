@@ -230,6 +230,25 @@ def test_a_region_edit_leaves_the_face_outside_the_region_exactly_as_it_was(deno
     assert not torch.equal(free[..., outside], image[..., outside])
 
 
+def test_a_region_edit_does_not_depend_on_batch_order_or_layout(denoiser, fresh_cache):
+    """The default (region) edits, as the frame's (tests/test_denoised.py): each face's edit is
+    its own, whatever the batch, its order or its memory layout."""
+    from recourse.generation import generate
+
+    class Generator:
+        face_denoiser = denoiser
+
+    images = 0.3 + 0.1 * torch.rand(2, 3, 32, 32, generator=torch.Generator().manual_seed(9))
+    model = TopBrightness()  # each face's landmarks are fitted once (the cache), as in an audit
+    together = generate(images, model, "Blond_Hair", 1, EDIT, Generator(), seeds=(5, 6)).images
+    alone = generate(images[1:2], model, "Blond_Hair", 1, EDIT, Generator(), seeds=(6,)).images
+    reordered = generate(images.flip(0).contiguous(memory_format=torch.channels_last), model, "Blond_Hair", 1, EDIT,
+                         Generator(), seeds=(6, 5)).images
+    assert not torch.equal(together, images)
+    assert torch.equal(together[1:2], alone)
+    assert torch.equal(together, reordered.flip(0))
+
+
 def test_the_adaptive_cut_follows_the_models_own_gradient(denoiser, fresh_cache):
     image, sign = face32(), torch.tensor([1.0])
     assert edit_region(image, TopBrightness(), BLOND, sign, replace(EDIT, region_mask=False)) is None
