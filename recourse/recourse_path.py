@@ -111,7 +111,21 @@ def recourse_path(x: torch.Tensor, end: torch.Tensor, index: int, target: int, t
 
 
 def divergence_sentence(path: RecoursePath, student_name: str) -> str:
-    """What a person reads under the plot: where the two decisions flip on this edit."""
+    """What a person reads under the plot: where the two decisions flip on this edit, and
+    where the edit ends before the visible stop (its picture is then the whole edit)."""
+    return _flips_sentence(path, student_name) + _short_of_visible(path)
+
+
+def _short_of_visible(path: RecoursePath) -> str:
+    if "visible" not in path.margins or path.stops.get("visible") is not None:
+        return ""
+    guiding = path.teacher_logits if path.guided_by == "teacher" else path.student_logits
+    reached = (1.0 if path.target == 1 else -1.0) * guiding[-1]
+    return (f" This edit ends at logit {reached:+.1f} toward the target, short of the visible stop "
+            f"({path.margins['visible']:g}): its picture is the whole edit.")
+
+
+def _flips_sentence(path: RecoursePath, student_name: str) -> str:
     whose = "the full-precision model's edit" if path.guided_by == "teacher" else f"{student_name}'s own edit"
     flips = {"the full-precision model": path.teacher_flip, student_name: path.student_flip}
     never = [name for name, alpha in flips.items() if alpha is None]

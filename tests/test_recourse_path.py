@@ -76,3 +76,13 @@ def test_judges_read_along_a_path_go_into_its_record():
     judged = replace(path, judged_alphas=(0.0, 1.0), judge_scores={"lamp": (0.1, float("nan"))})
     record = judged.to_dict()
     assert record["judged_alphas"] == [0.0, 1.0] and record["judge_scores"] == {"lamp": [0.1, None]}
+
+
+def test_an_edit_that_ends_before_the_visible_stop_says_its_picture_is_the_whole_edit():
+    x, end = torch.zeros(3, 8, 8), torch.ones(3, 8, 8)
+    teacher = Brightness(10, 0.4)  # ends at logit +6: past the boundary, short of a visible stop at 10
+    short = recourse_path(x, end, 0, 1, teacher, teacher, "teacher", {"boundary": 0.0, "visible": 10.0})
+    assert short.stops["visible"] is None
+    assert "ends at logit +6.0 toward the target, short of the visible stop (10)" in divergence_sentence(short, "ptq")
+    reached = recourse_path(x, end, 0, 1, teacher, teacher, "teacher", {"boundary": 0.0, "visible": 5.0})
+    assert "short of" not in divergence_sentence(reached, "ptq")
