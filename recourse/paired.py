@@ -16,6 +16,7 @@ seed. For each task:
 
 from __future__ import annotations
 
+import os
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass
 from typing import Literal
@@ -210,6 +211,21 @@ class PairedRecourse:
     teacher: CounterfactualResult  # x'_f, V_f(x'_f), c_f
     student: StudentRecourse
     columns: RecourseColumns
+
+
+def threads_for_paired_edits(cores: int | None = None) -> int:
+    """Torch's intra-op threads for a process whose audits edit with both models at once
+    (``paired_recourse(concurrent=True)``): half the cores for each edit. With more, the two
+    edits' thread pools contend for the same cores: on 2 cores a full audit took 6.1 s with 2
+    threads and 5.2 s with 1 (medians, ``scripts/measurements/app_benchmark.py``, 2026-12-03)."""
+    return max(1, (cores if cores is not None else os.cpu_count() or 1) // 2)
+
+
+def share_cores_between_paired_edits() -> int:
+    """Lower torch's threads to :func:`threads_for_paired_edits` (never raise them: a smaller
+    setting made on purpose stays); the threads now in use."""
+    torch.set_num_threads(min(torch.get_num_threads(), threads_for_paired_edits()))
+    return torch.get_num_threads()
 
 
 def paired_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor, teacher: nn.Module,

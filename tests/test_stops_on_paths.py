@@ -69,3 +69,20 @@ def test_a_stage_limit_hit_while_both_models_edit_is_raised_after_the_second_edi
         paired_recourse(images, "Smiling", torch.ones(1), Brightness(), student, CONFIG, generator, seeds=(1,),
                         check=check, concurrent=True)
     assert calls == ["full-precision counterfactual"]
+
+
+def test_each_of_the_two_edits_gets_half_the_cores_and_a_smaller_setting_stays(monkeypatch):
+    import torch
+
+    from recourse.paired import share_cores_between_paired_edits, threads_for_paired_edits
+
+    assert [threads_for_paired_edits(cores) for cores in (1, 2, 3, 16)] == [1, 1, 1, 8]
+    before = torch.get_num_threads()
+    try:
+        monkeypatch.setattr("os.cpu_count", lambda: 64)
+        torch.set_num_threads(3)
+        assert share_cores_between_paired_edits() == 3  # never raised
+        monkeypatch.setattr("os.cpu_count", lambda: 2)
+        assert share_cores_between_paired_edits() == 1
+    finally:
+        torch.set_num_threads(before)

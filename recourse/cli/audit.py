@@ -86,6 +86,9 @@ def _audit_one(args: argparse.Namespace, image: str, json: str | None, name: str
 
 
 def run(args: argparse.Namespace) -> int:
+    from recourse.paired import share_cores_between_paired_edits
+
+    share_cores_between_paired_edits()
     settings = _single_face_settings(args)
     name, teacher, student, black_box = _audited_pair(args)  # committed, or an auditor's own by their cards
     loaded = _loaded_pair(args, name, teacher, student)

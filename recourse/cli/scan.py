@@ -51,8 +51,10 @@ def _case_record(rank: int, c) -> dict:
 def run(args: argparse.Namespace) -> int:
     from recourse.audit import model_resolution
     from recourse.progress import stage_bars
+    from recourse.paired import share_cores_between_paired_edits
     from recourse.scan import read_folder, scan_images
 
+    share_cores_between_paired_edits()
     settings = _single_face_settings(args)
     name, teacher, student, black_box = _audited_pair(args)
     if teacher is None:

@@ -29,6 +29,7 @@ from recourse.audit_instruments import COMMITTED, model_resolution, resolve_iden
 from recourse.checkpoints import CheckpointError, verify_folder
 from recourse.instance_folder import prune_abandoned
 from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_status
+from recourse.paired import share_cores_between_paired_edits
 from recourse.paths import generator_dir
 from recourse.request_limits import RequestLimits, client_of
 from recourse.ui import limits
@@ -104,6 +105,7 @@ def start_up(log=print) -> None:
     """What the app checks before it serves: stop with a clear message and exit code 2 (not a
     traceback) when the classifier or the generator is missing or broken; and remove what a
     killed earlier run left behind. Every other model loads later, in the background (``LOADING``)."""
+    log(f"torch threads: {share_cores_between_paired_edits()} (an audit's two models edit at once)")
     removed = prune_abandoned(TEMP_BASE, limits.CACHE_LIFETIME_S, time.time(), own=INSTANCE.path)
     log(f"removed {removed} folders of app instances that have ended")
     try:

@@ -29,6 +29,7 @@ from recourse.audit import audit_image
 from recourse.generation import CounterfactualConfig
 from recourse.generation.denoised import REFERENCE_VIEWS
 from recourse.models import VARIANTS
+from recourse.paired import share_cores_between_paired_edits
 from recourse.paths import assets_dir
 from scripts.figures.app_screenshot import ROOT, app_process
 
@@ -51,6 +52,7 @@ def rss_mib(pid: int) -> float:
 
 
 def in_process(variant: str, repeats: int) -> None:
+    share_cores_between_paired_edits()  # as the app does at start-up
     faces = [torch.from_numpy(np.array(Image.open(p).convert("RGB"))).permute(2, 0, 1).float() / 255
              for p in sorted(GALLERY.glob("*.png"))]
     audit_image(faces[0], variant, "Smiling")  # load and warm up
