@@ -100,6 +100,15 @@ def write_hq_folder(root: Path, ids: list[int], size: int = 16, seed: int = 0) -
     return labels
 
 
+@pytest.fixture(autouse=True)
+def torch_threads_kept():
+    """What a test sets of torch's threads (the CLI's audit lowers them: recourse.paired) ends with it."""
+    before = torch.get_num_threads()
+    yield
+    if torch.get_num_threads() != before:
+        torch.set_num_threads(before)
+
+
 @pytest.fixture
 def hq_folder(tmp_path: Path) -> tuple[Path, np.ndarray]:
     """A CelebAMask-HQ layout whose ids straddle the train/val/test boundaries."""
