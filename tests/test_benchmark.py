@@ -179,6 +179,9 @@ def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_p
     assert sweep[2.0]["students"]["ptq-int4"]["vd"] == pytest.approx(int4["vd"])
     assert sweep[1.0]["teacher_cost"] <= sweep[2.0]["teacher_cost"]
     assert {f["family"] for f in report["families"]} == {"ptq-int8", "ptq-int4", "fp32-noise"}
+    # beside the record, every student row's per-task columns: its statistics recompute from them alone
+    assert report["columns"]["file"] == "benchmark-columns.npz" and report["settings"]["analysis"] == "2026-12-03"
+    assert main(["recompute-claims", str(out / "benchmark.json")]) == 0
     stamps = [c.stat().st_mtime_ns for c in chunks]
     run_benchmark(BenchmarkConfig(out=out, **tiny_setup))  # a second run reads every chunk back
     assert [c.stat().st_mtime_ns for c in chunks] == stamps
@@ -306,7 +309,7 @@ def test_margin_sweep_points_from_records():
 
 
 def test_ratio_terms_counted_once_give_the_summary_and_counts_weight_tasks():
-    from recourse.benchmark.bootstrap import _resampled
+    from recourse.benchmark.bootstrap import resampled
     from recourse.benchmark.terms import ratio_terms, summary_values
 
     generator = torch.Generator().manual_seed(4)
@@ -315,13 +318,13 @@ def test_ratio_terms_counted_once_give_the_summary_and_counts_weight_tasks():
                        teacher_logit=draw() * 4, logit=draw() * 4 - 1, teacher_partial=(draw() - 0.5, draw() - 0.3),
                        partial=(draw() - 0.4, draw() - 0.2)) for i in range(50)]
     columns = record_columns(records, "g")
-    once = _resampled(ratio_terms(columns), torch.ones(1, 50, dtype=torch.float64))
+    once = resampled(ratio_terms(columns), torch.ones(1, 50, dtype=torch.float64))
     for metric, value in summary_values(columns).items():
         assert float(once[metric][0]) == pytest.approx(value, rel=1e-12), metric
     twice_first = torch.ones(1, 50, dtype=torch.float64)
     twice_first[0, 0] = 2  # task 0 drawn twice: the same as a column set with task 0 repeated
     repeated = columns.select(torch.tensor([0, *range(50)]))
-    weighted = _resampled(ratio_terms(columns), twice_first)
+    weighted = resampled(ratio_terms(columns), twice_first)
     for metric, value in summary_values(repeated).items():
         assert float(weighted[metric][0]) == pytest.approx(value, rel=1e-12), metric
 
@@ -339,7 +342,7 @@ def test_a_chunk_is_keyed_by_what_changes_it_only():
 # --- issue 26: direction apart from zero-length recourses, stops, floors, statistics -------
 
 def test_zero_length_recourses_are_counted_apart_not_folded_into_dirsim():
-    from recourse.benchmark.bootstrap import _resampled
+    from recourse.benchmark.bootstrap import resampled
     from recourse.benchmark.proportions import proportion_intervals
     from recourse.benchmark.terms import paired_difference, ratio_terms, summary_values
 
@@ -350,7 +353,7 @@ def test_zero_length_recourses_are_counted_apart_not_folded_into_dirsim():
     values = summary_values(columns)
     assert values["dirsim"] == pytest.approx(100 * 1.8 / 3)  # the committed convention: cos = 0 in the mean
     assert values["dirsim_moved"] == pytest.approx(100 * 1.8 / 2) and values["zero_edits"] == pytest.approx(100 / 3)
-    once = _resampled(ratio_terms(columns), torch.ones(1, 4, dtype=torch.float64))
+    once = resampled(ratio_terms(columns), torch.ones(1, 4, dtype=torch.float64))
     assert float(once["dirsim_moved"][0]) == pytest.approx(90.0) and float(once["zero_edits"][0]) == pytest.approx(100 / 3)
     assert proportion_intervals(columns)["zero_edits"]["count"] == 1 and proportion_intervals(columns)["zero_edits"]["n"] == 3
     # paired: DirSim over the tasks where both edits moved, the zero-length share over both B
@@ -489,21 +492,30 @@ def test_family_statistics_wilson_tests_equivalence_and_corrected_claims():
     assert g.equivalence["fp32-noise"]["all"]["vd"]["margin"] == 2.0
     assert "fp32-noise" not in noise.equivalence  # a floor is not tested against itself
     found = claims(list(families.values()))
-    # every family against ptq-int4 (g, the noise draws), every group and metric: one family of claims
-    assert len(found) == 2 * 3 * len(RECOURSE_METRICS)
+    # every family against ptq-int4 (g, the noise draws) and TOST against the noise draws (g,
+    # ptq-int4), every group: all tasks the primary family, the groups the secondary one
+    assert {(c.kind, c.family, c.reference) for c in found} == {
+        ("difference", "g", "ptq-int4"), ("difference", "fp32-noise", "ptq-int4"),
+        ("equivalence", "g", "fp32-noise"), ("equivalence", "ptq-int4", "fp32-noise")}
+    assert all(c.correction_family == ("primary" if c.group == "all" else "secondary") for c in found)
+    for name in ("primary", "secondary"):
+        tested = [c for c in found if c.p == c.p and c.correction_family == name]
+        smallest = min(tested, key=lambda c: c.p)
+        assert smallest.p_holm == pytest.approx(min(1.0, len(tested) * smallest.p))  # Holm's first step, in its family
+        assert all(c.p <= c.p_bh <= c.p_holm for c in tested)
     tested = [c for c in found if c.p == c.p]
-    smallest = min(tested, key=lambda c: c.p)
-    assert smallest.p_holm == pytest.approx(min(1.0, len(tested) * smallest.p))  # Holm's first step
-    assert all(c.p <= c.p_bh <= c.p_holm for c in tested)
-    g_vd = next(c for c in found if (c.family, c.group, c.metric) == ("g", "all", "vd"))
+    g_vd = next(c for c in found if (c.kind, c.family, c.group, c.metric) == ("difference", "g", "all", "vd"))
     assert g_vd.p == test["p"] and g_vd.difference == g.paired["ptq-int4"]["all"]["vd"][0]
     assert g_vd.low < g_vd.difference < g_vd.high and [g_vd.low, g_vd.high] == test["interval"]
-    # Bonferroni's family-wise interval holds the 95% one and excludes zero only where Holm rejects
+    # Bonferroni's family-wise interval holds the 95% one and excludes zero (or, for a TOST, lies
+    # inside the margins) only where Holm rejects
     bounded = [c for c in tested if c.corrected_low == c.corrected_low]
     assert g_vd in bounded and g_vd.corrected_low < g_vd.low and g_vd.high < g_vd.corrected_high
     for c in bounded:
         assert c.corrected_low <= c.low and c.high <= c.corrected_high
-        if c.corrected_low > 0 or c.corrected_high < 0:
+        shown = (c.corrected_low > 0 or c.corrected_high < 0) if c.kind == "difference" else \
+            -c.margin < c.corrected_low and c.corrected_high < c.margin
+        if shown:
             assert c.p_holm < 0.05
     assert any(c.corrected_low > 0 or c.corrected_high < 0 for c in bounded)
     # no partial edit is accepted by either side: the bootstrap's se is 0, Newcombe's floor is not,
@@ -516,9 +528,12 @@ def test_family_statistics_wilson_tests_equivalence_and_corrected_claims():
     resampled = seed_draws([seeds[0]] * 3, samples=300, seed_level="resample")["vd"]
     assert len(set(parametric)) == 300 and len(set(resampled)) < 300
     legacy = BenchmarkSettings(n=60, attributes=("Smiling", "Bangs"), seen_attributes=("Smiling",),
-                               bootstrap_samples=400, seed_level="resample", equivalence_margins=())
+                               bootstrap_samples=400, seed_level="resample", equivalence_margins=(),
+                               analysis="2026-12-02")
     old = {f.family: f for f in family_rows(rows, records, legacy)}
     assert old["g"].equivalence == {} and old["g"].metrics["all"]["vd"]["mean"] == g.metrics["all"]["vd"]["mean"]
+    # the committed runs' claims: every test of every family against ptq-int4, one family of claims
+    assert len(claims(list(old.values()), analysis="2026-12-02")) == 2 * 3 * len(RECOURSE_METRICS)
 
 
 def test_a_result_with_claims_reads_back():

@@ -25,7 +25,7 @@ def _percentiles(draws: dict[str, list[float]], level: float) -> dict[str, list[
             else [float("nan")] * 2 for m, v in draws.items()}
 
 
-def _resampled(terms: dict[str, tuple[torch.Tensor, torch.Tensor]], counts: torch.Tensor) -> dict[str, torch.Tensor]:
+def resampled(terms: dict[str, tuple[torch.Tensor, torch.Tensor]], counts: torch.Tensor) -> dict[str, torch.Tensor]:
     """Each metric for each row of ``counts`` ``(draws, N)``: NaN where its denominator is 0."""
     values = {}
     for metric, (numerator, denominator) in terms.items():
@@ -34,9 +34,20 @@ def _resampled(terms: dict[str, tuple[torch.Tensor, torch.Tensor]], counts: torc
     return values
 
 
-def _task_counts(tasks: int, draws: int, generator: torch.Generator) -> torch.Tensor:
-    """How often each task is drawn in each of ``draws`` resamples ``(draws, tasks)``."""
+def task_weights_drawn(tasks: int, draws: int, generator: torch.Generator, task_weights: str) -> torch.Tensor:
+    """The task level's weights ``(draws, tasks)``: how often each task is drawn
+    (``multinomial``) or its Dirichlet weight (``dirichlet``)."""
+    if task_weights == "dirichlet":
+        return stats.dirichlet_weights(tasks, draws, generator)
     return stats.multinomial_counts(tasks, draws, generator)
+
+
+def finite_mean(table: torch.Tensor) -> torch.Tensor:
+    """The mean of each row of ``table`` ``(draws, seeds)`` over its finite values; NaN where
+    it has none (a resample where no seed's value is defined)."""
+    finite = torch.isfinite(table)
+    mean = torch.where(finite, table, torch.zeros_like(table)).sum(1) / finite.sum(1).clamp_min(1)
+    return torch.where(finite.any(1), mean, torch.full_like(mean, float("nan")))
 
 
 def bootstrap_intervals(columns: RecourseColumns, reference: RecourseColumns | None = None,
@@ -65,7 +76,9 @@ def seed_draws(seeds: list[RecourseColumns], references: list[RecourseColumns] |
     seeds (``resample``: with 3 seeds only 10 distinct draws) or adds ``s/√k · t_{k−1}`` to
     each draw (``parametric``, :func:`statistics.seed_level_draws`, ``s`` the seeds' sd of the
     metric on all tasks). With ``references``, of the paired difference, seed ``k`` against
-    reference seed ``k`` (or the only one), on shared tasks."""
+    reference seed ``k`` (or the only one), on shared tasks: the committed runs' pairing
+    (analysis "2026-12-02"), which depends on the order of the two sides; new runs compare
+    families with :func:`recourse.benchmark.comparison.compare_families`."""
     generator = torch.Generator().manual_seed(seed)
     if len(seeds[0]) == 0:
         return {m: [] for m in RECOURSE_METRICS}
@@ -90,29 +103,23 @@ def _task_level(seeds: list[RecourseColumns], references: list[RecourseColumns] 
     # drawn in this order so that the committed runs' intervals are reproduced exactly
     chosen = torch.randint(len(seeds), (samples, len(seeds)), generator=generator) if resample \
         else torch.arange(len(seeds)).expand(samples, len(seeds))
-    if task_weights == "dirichlet":
-        counts = stats.dirichlet_weights(tasks, samples, generator)
-    else:
-        counts = _task_counts(tasks, samples, generator)
+    counts = task_weights_drawn(tasks, samples, generator, task_weights)
     per_seed = []  # {metric: (samples,)} for each seed
     point = []  # {metric: value on all tasks} for each seed
     for k, mine in enumerate(seeds):
         if references is None:
-            per_seed.append(_resampled(ratio_terms(mine), counts))
+            per_seed.append(resampled(ratio_terms(mine), counts))
             point.append(summary_values(mine))
             continue
         theirs = references[k % len(references)]
         shared, both_moved = shared_masks(mine, theirs)
-        a, b = (_resampled(shared_terms(side, shared, both_moved), counts) for side in (mine, theirs))
+        a, b = (resampled(shared_terms(side, shared, both_moved), counts) for side in (mine, theirs))
         per_seed.append({metric: a[metric] - b[metric] for metric in RECOURSE_METRICS})
         point.append(paired_difference(mine, theirs))
     means = {}
     for metric in RECOURSE_METRICS:
         table = torch.stack([values[metric] for values in per_seed], dim=1)  # (samples, seeds)
-        picked = table.gather(1, chosen)
-        finite = torch.isfinite(picked)
-        mean = torch.where(finite, picked, torch.zeros_like(picked)).sum(1) / finite.sum(1).clamp_min(1)
-        means[metric] = torch.where(finite.any(1), mean, torch.full_like(mean, float("nan")))
+        means[metric] = finite_mean(table.gather(1, chosen))
     return means, point
 
 
@@ -133,7 +140,8 @@ class PairedTest:
             return float("nan")
         if self.standard_error <= 0:
             return 1.0 if self.difference == 0 else 0.0
-        return 2.0 * (1.0 - stats.student_t_cdf(abs(self.difference) / self.standard_error, self.df))
+        # the lower tail: ``1 − cdf`` would round a p below 1e-16 to 0, and Holm's order needs it
+        return 2.0 * stats.student_t_cdf(-abs(self.difference) / self.standard_error, self.df)
 
     def tost(self, margin: float) -> stats.Equivalence:
         return stats.tost(self.difference, self.standard_error, margin, self.df)
@@ -158,7 +166,10 @@ class PairedTest:
 
 def paired_tests(seeds: list[RecourseColumns], references: list[RecourseColumns], samples: int,
                  task_weights: str = "multinomial", seed: int = 1) -> dict[str, PairedTest]:
-    """:class:`PairedTest` of each metric's mean paired difference over seeds."""
+    """:class:`PairedTest` of each metric's mean paired difference over seeds, seed ``k``
+    against reference seed ``k mod K``: the analysis of the committed runs ("2026-12-02"), kept
+    so that they recompute as written. It is not symmetric (a one-seed family meets only seed 0
+    of a three-seed reference); :func:`recourse.benchmark.comparison.compare_families` is."""
     generator = torch.Generator().manual_seed(seed)
     means, point = _task_level(seeds, references, samples, generator, "parametric", task_weights)
     tests = {}

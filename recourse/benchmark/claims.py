@@ -1,5 +1,25 @@
-"""The family of claims: every paired difference the benchmark's table reports, with its
-p-value corrected over all of them (Holm, Benjamini–Hochberg) and its Bonferroni interval."""
+"""The family of claims: every paired difference the benchmark's table reports and every TOST
+against a floor row, each once, with its p-value corrected within its correction family and
+its Bonferroni interval.
+
+Which tests are claims (new runs, analysis "2026-12-03"):
+
+- a test that repeats another is left out: the same numbers on the same tasks, as DirSim over
+  moved tasks is DirSim where every shared task moved (the record's ``same_as``);
+- a difference of 0 against 0 is left out: both sides 0 on every task, nothing to test (the
+  record's ``degenerate``). A TOST of 0 against 0 stays: Newcombe's interval still bounds
+  the difference by what N tasks can show, so "within the margin" is a claim;
+- a pair of families that are each other's reference (ptq-int4 and cfq-qat-norecourse, the
+  noise draws and a second full-precision classifier) is counted once, with the family earlier
+  in the table as the reference: the comparison is the same in either order;
+- the primary family (Holm, family-wise error) is every claim on all tasks, differences and
+  TOST together; the attribute groups (seen, held out) are the secondary family
+  (Benjamini–Hochberg, false discovery rate). Both adjusted p-values are given within each
+  family; a claim holds by its family's correction.
+
+The committed runs ("2026-12-02") listed every test, both orders of a pair, TOST apart, and
+corrected over all of them at once (:func:`legacy_claims`): their records read back as written.
+"""
 
 from __future__ import annotations
 
@@ -8,12 +28,18 @@ from dataclasses import dataclass
 
 import recourse.benchmark.statistics as stats
 from recourse.benchmark.rows import FamilyRow
+from recourse.benchmark.tasks import ANALYSIS, LEGACY_ANALYSIS
+
+PRIMARY_GROUP = "all"
+# a claim's correction family and the correction it is read by
+CORRECTIONS = {"primary": "holm", "secondary": "bh"}
 
 
 @dataclass(frozen=True)
 class Claim:
-    """One paired difference of the family of claims, with its p-value corrected for the
-    whole family (Holm: family-wise error; Benjamini–Hochberg: false discovery rate)."""
+    """One paired difference (or equivalence) of the family of claims, with its p-value
+    corrected within its correction family (Holm: family-wise error; Benjamini–Hochberg: false
+    discovery rate)."""
 
     family: str
     reference: str
@@ -25,19 +51,160 @@ class Claim:
     p: float
     p_holm: float
     p_bh: float
-    # Bonferroni's simultaneous interval (family-wise 95% over every tested claim): the
-    # corrected interval to quote beside Holm's p, which rejects wherever it excludes zero.
+    # Bonferroni's simultaneous interval (family-wise 95% over the tested claims of its correction
+    # family): the corrected interval to quote beside Holm's p, which rejects wherever it excludes
+    # zero (for a TOST: the 1 − 2α/m interval, inside the margins wherever Holm's p is below α).
     corrected_low: float = float("nan")
     corrected_high: float = float("nan")
+    kind: str = "difference"  # or "equivalence": TOST of |difference| < margin against a floor row
+    margin: float = float("nan")  # an equivalence claim's margin
+    correction_family: str = ""  # "primary" (Holm) or "secondary" (BH); "": the committed runs' one family
 
-    def holds(self, alpha: float = 0.05, correction: str = "holm") -> bool:
+    def holds(self, alpha: float = 0.05, correction: str | None = None) -> bool:
+        """Whether the adjusted p is below ``alpha``: by ``correction`` where given, else by the
+        claim's own family's (Holm for the committed runs' single family)."""
+        correction = correction or CORRECTIONS.get(self.correction_family, "holm")
         return (self.p_holm if correction == "holm" else self.p_bh) < alpha
 
 
-def claims(families: list[FamilyRow], alpha: float = 0.05) -> list[Claim]:
-    """The family of claims: every paired difference the table reports (each family against
-    each paired reference, in every group, on every metric), with Holm and
-    Benjamini–Hochberg corrections over all of them together, and each one's Bonferroni
+@dataclass(frozen=True)
+class Candidate:
+    """A test of the record before the rules that make claims of tests."""
+
+    family: str
+    reference: str
+    group: str
+    metric: str
+    kind: str
+    difference: float
+    low: float
+    high: float
+    p: float
+    standard_error: float
+    df: float
+    margin: float = float("nan")
+    same_as: str = ""
+    degenerate: bool = False
+
+    def key(self, metric: str | None = None) -> tuple:
+        return (self.kind, self.family, self.reference, self.group, metric or self.metric)
+
+
+@dataclass(frozen=True)
+class Dropped:
+    """A test that is not a claim, and why."""
+
+    family: str
+    reference: str
+    group: str
+    metric: str
+    kind: str
+    rule: str  # "pair" (counted once), "same" (the same numbers as another), "degenerate" (0 against 0)
+    reason: str
+
+
+def candidates(families: list[FamilyRow]) -> list[Candidate]:
+    """Every test a record's families carry: per family, its paired differences (reference,
+    group, metric), then its TOST against each floor row."""
+    found = []
+    for family in families:
+        for reference, groups in family.tests.items():
+            for group, metrics in groups.items():
+                for metric, test in metrics.items():
+                    low, high = test["interval"]
+                    found.append(Candidate(
+                        family.family, reference, group, metric, "difference",
+                        _number(family.paired[reference][group][metric][0]), _number(low), _number(high),
+                        _number(test["p"]), _number(test.get("se")), _df(test.get("df")),
+                        same_as=test.get("same_as") or "", degenerate=bool(test.get("degenerate"))))
+        for floor, groups in family.equivalence.items():
+            for group, metrics in groups.items():
+                for metric, test in metrics.items():
+                    low, high = test["interval_90"]
+                    found.append(Candidate(
+                        family.family, floor, group, metric, "equivalence", _number(test["estimate"]),
+                        _number(low), _number(high), _number(test["p"]), _number(test["standard_error"]),
+                        _df(test.get("df")), _number(test["margin"]), same_as=test.get("same_as") or "",
+                        degenerate=bool(test.get("degenerate"))))
+    return found
+
+
+def selected(found: list[Candidate], order: list[str]) -> tuple[list[Candidate], list[Dropped]]:
+    """The candidates that are claims and those left out, by the rules of the module's
+    docstring (``order``: the families in the table's order, which picks a pair's reference)."""
+    keys = {c.key(): c for c in found}
+    kept, dropped = [], []
+    for c in found:
+        rule, reason = _reason(c, keys, order)
+        if rule:
+            dropped.append(Dropped(c.family, c.reference, c.group, c.metric, c.kind, rule, reason))
+        else:
+            kept.append(c)
+    return kept, dropped
+
+
+def _reason(c: Candidate, keys: dict[tuple, Candidate], order: list[str]) -> tuple[str, str]:
+    """The rule that leaves ``c`` out and why, or ``("", "")`` where it is a claim."""
+    mirror = (c.kind, c.reference, c.family, c.group, c.metric)
+    if mirror in keys and _position(c.family, order) < _position(c.reference, order):
+        return "pair", f"counted once, as {c.reference} − {c.family}"
+    twin = keys.get(c.key(c.same_as)) if c.same_as else None
+    if twin is not None and (c.kind == "difference" or twin.margin == c.margin):
+        return "same", f"the same numbers on the same tasks as {c.same_as}"
+    if c.degenerate and c.kind == "difference":
+        return "degenerate", "0 against 0 on every task"
+    return "", ""
+
+
+def _position(family: str, order: list[str]) -> int:
+    return order.index(family) if family in order else len(order)
+
+
+def dropped_claims(families: list[FamilyRow]) -> list[Dropped]:
+    """The tests of a record that are not claims, each with why."""
+    return selected(candidates(families), [f.family for f in families])[1]
+
+
+def claims(families: list[FamilyRow], alpha: float = 0.05, analysis: str = ANALYSIS) -> list[Claim]:
+    """The family of claims of ``families`` under ``analysis``: for new runs, the tests that are
+    claims (module docstring), corrected within their correction family, each with its
+    Bonferroni interval at family-wise level ``1 − alpha``; for the committed runs,
+    :func:`legacy_claims`."""
+    if analysis == LEGACY_ANALYSIS:
+        return legacy_claims(families, alpha)
+    kept, _ = selected(candidates(families), [f.family for f in families])
+    result: list[Claim | None] = [None] * len(kept)
+    for name in CORRECTIONS:
+        members = [i for i, c in enumerate(kept) if _correction_family(c) == name]
+        p_values = [kept[i].p for i in members]
+        tested = max(sum(1 for p in p_values if p == p), 1)
+        for i, h, q in zip(members, stats.holm(p_values), stats.benjamini_hochberg(p_values)):
+            c = kept[i]
+            low, high = _corrected(c, alpha / tested)
+            result[i] = Claim(c.family, c.reference, c.group, c.metric, c.difference, c.low, c.high, c.p, h, q,
+                              low, high, c.kind, c.margin, name)
+    return [claim for claim in result if claim is not None]
+
+
+def _correction_family(c: Candidate) -> str:
+    return "primary" if c.group == PRIMARY_GROUP else "secondary"
+
+
+def _corrected(c: Candidate, alpha: float) -> tuple[float, float]:
+    """The Bonferroni interval of one claim at ``alpha``: two-sided for a difference, the
+    ``1 − 2·alpha`` interval of a TOST."""
+    if c.kind == "equivalence":
+        if not (math.isfinite(c.difference) and math.isfinite(c.standard_error)):
+            return float("nan"), float("nan")
+        half = stats.student_t_quantile(1 - alpha, c.df) * c.standard_error
+        return c.difference - half, c.difference + half
+    return _centred(c.low, c.high, c.standard_error, c.df, alpha)
+
+
+def legacy_claims(families: list[FamilyRow], alpha: float = 0.05) -> list[Claim]:
+    """The committed runs' family of claims ("2026-12-02"): every paired difference the table
+    reports (each family against each paired reference, in every group, on every metric), with
+    Holm and Benjamini–Hochberg corrections over all of them together, and each one's Bonferroni
     interval at family-wise level ``1 − alpha``."""
     found, errors = [], []
     for family in families:
@@ -52,12 +219,12 @@ def claims(families: list[FamilyRow], alpha: float = 0.05) -> list[Claim]:
                     errors.append((_number(test.get("se")), _number(test.get("df"))))
     p_values = [entry[-1] for entry in found]
     tested = sum(1 for p in p_values if p == p)
-    corrected = [_corrected(entry[5], entry[6], se, df, alpha / max(tested, 1)) for entry, (se, df) in zip(found, errors)]
+    corrected = [_centred(entry[5], entry[6], se, df, alpha / max(tested, 1)) for entry, (se, df) in zip(found, errors)]
     return [Claim(*entry, p_holm=h, p_bh=q, corrected_low=c[0], corrected_high=c[1])
             for entry, h, q, c in zip(found, stats.holm(p_values), stats.benjamini_hochberg(p_values), corrected)]
 
 
-def _corrected(low: float, high: float, standard_error: float, df: float, alpha: float) -> tuple[float, float]:
+def _centred(low: float, high: float, standard_error: float, df: float, alpha: float) -> tuple[float, float]:
     """The two-sided ``1 − alpha`` interval around the centre of the test's 95% interval. A
     missing ``df`` with a finite error is the normal's (JSON writes infinity as null)."""
     if not (math.isfinite(low) and math.isfinite(high) and math.isfinite(standard_error)):
@@ -70,3 +237,8 @@ def _corrected(low: float, high: float, standard_error: float, df: float, alpha:
 
 def _number(value: float | None) -> float:
     return float("nan") if value is None else value
+
+
+def _df(value: float | None) -> float:
+    """Degrees of freedom as read back: JSON writes infinity (the normal) as null."""
+    return math.inf if value is None or value != value else value

@@ -3,6 +3,8 @@ counts, Wilson intervals, and Newcombe's paired score intervals of their differe
 
 from __future__ import annotations
 
+import torch
+
 import recourse.benchmark.statistics as stats
 from recourse.benchmark.terms import PROPORTIONS, ratio_terms, shared_masks, shared_terms
 from recourse.paired import RecourseColumns
@@ -29,7 +31,15 @@ def paired_cells(mine: RecourseColumns, theirs: RecourseColumns) -> dict[str, tu
     counted over the tasks both share the denominator of (S, the teacher-rejected partial
     edits, the tasks both have in B)."""
     shared, both_moved = shared_masks(mine, theirs)
-    a, b = shared_terms(mine, shared, both_moved), shared_terms(theirs, shared, both_moved)
+    return terms_cells(shared_terms(mine, shared, both_moved), shared_terms(theirs, shared, both_moved))
+
+
+Terms = dict[str, tuple[torch.Tensor, torch.Tensor]]
+
+
+def terms_cells(a: Terms, b: Terms) -> dict[str, tuple[int, int, int, int]]:
+    """:func:`paired_cells` from the two sides' ratio terms (:func:`recourse.benchmark.terms.ratio_terms`),
+    over the tasks where both count a trial."""
     cells = {}
     for metric in PROPORTIONS:
         counted = (a[metric][1] > 0) & (b[metric][1] > 0)
@@ -42,8 +52,16 @@ def paired_cells(mine: RecourseColumns, theirs: RecourseColumns) -> dict[str, tu
 def score_intervals(seeds: list[RecourseColumns], references: list[RecourseColumns]) -> dict[str, list[float]]:
     """Newcombe's paired interval (in points) of each share's difference, from the 2×2 cells
     averaged over the seed pairs: unlike the bootstrap it does not collapse to [0, 0] where
-    the two models never differ on the tasks."""
-    tables = [paired_cells(mine, references[k % len(references)]) for k, mine in enumerate(seeds)]
+    the two models never differ on the tasks. Seed ``k`` against reference seed ``k mod K``: the
+    committed runs' pairing ("2026-12-02"; new runs average over every pair of seeds,
+    :mod:`recourse.benchmark.comparison`)."""
+    return newcombe_of_tables([paired_cells(mine, references[k % len(references)]) for k, mine in enumerate(seeds)])
+
+
+def newcombe_of_tables(tables: list[dict[str, tuple[int, int, int, int]]]) -> dict[str, list[float]]:
+    """Newcombe's interval (in points) of each share's difference at the 2×2 cells averaged
+    over ``tables`` (one per pair of seeds). The cells are whole counts, so their sums do not
+    depend on the order of the pairs."""
     result = {}
     for metric in PROPORTIONS:
         cells = [sum(t[metric][i] for t in tables) / len(tables) for i in range(4)]

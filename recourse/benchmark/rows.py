@@ -18,9 +18,10 @@ import torch
 from torch import nn
 
 import recourse.benchmark.statistics as stats
-from recourse.benchmark.bootstrap import bootstrap_intervals, paired_tests, seed_bootstrap
+from recourse.benchmark.bootstrap import PairedTest, bootstrap_intervals, paired_tests, seed_bootstrap
+from recourse.benchmark.comparison import compare_families
 from recourse.benchmark.proportions import proportion_counts, proportion_intervals, score_intervals
-from recourse.benchmark.tasks import FP32, BenchmarkSettings, record_columns
+from recourse.benchmark.tasks import FP32, LEGACY_ANALYSIS, BenchmarkSettings, record_columns
 from recourse.benchmark.terms import (
     PROPORTIONS, RECOURSE_METRICS, direction_values, mean_of, paired_difference, sd_of, summary_dict, summary_values,
 )
@@ -151,8 +152,13 @@ def median_latency_ms(model: nn.Module, batch: torch.Tensor, repeats: int) -> fl
 
 def group_masks(records: list[dict], settings: BenchmarkSettings) -> dict[str, torch.Tensor]:
     """Task masks of the groups: all tasks, the seen attributes, the held-out ones."""
-    seen = torch.tensor([r["attribute"] in settings.seen_attributes for r in records])
-    return {"all": torch.ones(len(records), dtype=torch.bool), "seen": seen, "held_out": ~seen}
+    return attribute_masks([r["attribute"] for r in records], settings)
+
+
+def attribute_masks(attributes: list[str], settings: BenchmarkSettings) -> dict[str, torch.Tensor]:
+    """:func:`group_masks` from each task's attribute."""
+    seen = torch.tensor([a in settings.seen_attributes for a in attributes], dtype=torch.bool)
+    return {"all": torch.ones(len(attributes), dtype=torch.bool), "seen": seen, "held_out": ~seen}
 
 
 def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, Student],
@@ -176,21 +182,13 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
         integer_kernels=False, n=len(records), s=teacher_valid, b=0, compression=FP32, family=FP32,
     )]
     columns = {name: record_columns(records, name) for name in students}
-    masks = group_masks(records, settings)
+    attributes = [r["attribute"] for r in records]
     int8 = next((f.make_seconds for f in facts.values() if f.method == "ptq-int8"), None)
-    references = [name for name in students if name in PAIRED_REFERENCES]  # their seed-0 rows
     for name, student in students.items():
-        summary = columns[name].summary()
         student_decisions, twin_decisions = decided[name].decider, decided[name].twin
-        per_attribute = {}
-        for attribute in settings.attributes:
-            index = torch.tensor([r["attribute"] == attribute for r in records])
-            if bool(index.any()):
-                per_attribute[attribute] = summary_dict(columns[name].select(index))
         fact = facts[name]
         rows.append(BenchmarkRow(
-            method=name, acc=mean_accuracy(student_decisions, labels), vd=summary.vd, crg=summary.crg,
-            dirsim=summary.dirsim, success_rate=summary.success_rate,
+            method=name, acc=mean_accuracy(student_decisions, labels),
             # a foreign model's making time is not known here: no overhead
             overhead=overhead(train_seconds, fact.make_seconds, int8) if int8 is not None and fact.method != "foreign"
             else None,
@@ -199,24 +197,40 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
             bits_per_weight=fact.bits_per_weight, size_mb=fact.size_bytes / 1e6,
             latency_batch1_ms=median_latency_ms(student.decider, batch1, settings.latency_repeats),
             latency_batch32_ms=median_latency_ms(student.decider, batch32, settings.latency_repeats),
-            integer_kernels=fact.integer_kernels, n=summary.n, s=summary.s, b=summary.b,
-            per_attribute=per_attribute, details=fact.details,
-            intervals=bootstrap_intervals(columns[name], samples=settings.bootstrap_samples,
-                                          task_weights=settings.task_weights),
-            paired={reference: _versus(columns[name], columns[reference], settings.bootstrap_samples,
-                                       settings.task_weights)
-                    for reference in references if family_of(name) != reference},
-            fa_50=summary.fa_50, fa_75=summary.fa_75, logit_gap=summary.logit_gap, logit_lean=summary.logit_lean,
-            compression=fact.method, family=family_of(name),
-            groups={group: summary_dict(columns[name].select(mask)) for group, mask in masks.items()
-                    if group != "all" and bool(mask.any())},
-            zero_edits=direction_values(columns[name])["zero_edits"],
-            dirsim_moved=direction_values(columns[name])["dirsim_moved"],
-            proportions=proportion_intervals(columns[name]),
-            paired_score={reference: score_intervals([columns[name]], [columns[reference]])
-                          for reference in references if family_of(name) != reference},
+            integer_kernels=fact.integer_kernels, details=fact.details, compression=fact.method,
+            family=family_of(name), **row_recourse(name, columns, attributes, settings),
         ))
     return rows
+
+
+def row_recourse(name: str, columns: dict[str, RecourseColumns], attributes: list[str],
+                 settings: BenchmarkSettings) -> dict:
+    """A student row's fields that its per-task columns alone give (the summary, per attribute
+    and group, intervals, the shares' counts, and paired differences against the references'
+    seed-0 rows), so that a run's saved columns recompute them (``columns``: every student's,
+    in the table's order; ``attributes``: each task's)."""
+    mine = columns[name]
+    summary, directions = mine.summary(), direction_values(mine)
+    masks = attribute_masks(attributes, settings)
+    references = [other for other in columns if other in PAIRED_REFERENCES and family_of(name) != other]
+    per_attribute = {}
+    for attribute in settings.attributes:
+        index = torch.tensor([a == attribute for a in attributes])
+        if bool(index.any()):
+            per_attribute[attribute] = summary_dict(mine.select(index))
+    return dict(
+        vd=summary.vd, crg=summary.crg, dirsim=summary.dirsim, success_rate=summary.success_rate,
+        n=summary.n, s=summary.s, b=summary.b, per_attribute=per_attribute,
+        intervals=bootstrap_intervals(mine, samples=settings.bootstrap_samples, task_weights=settings.task_weights),
+        paired={reference: _versus(mine, columns[reference], settings.bootstrap_samples, settings.task_weights)
+                for reference in references},
+        fa_50=summary.fa_50, fa_75=summary.fa_75, logit_gap=summary.logit_gap, logit_lean=summary.logit_lean,
+        groups={group: summary_dict(mine.select(mask)) for group, mask in masks.items()
+                if group != "all" and bool(mask.any())},
+        zero_edits=directions["zero_edits"], dirsim_moved=directions["dirsim_moved"],
+        proportions=proportion_intervals(mine),
+        paired_score={reference: score_intervals([mine], [columns[reference]]) for reference in references},
+    )
 
 
 def is_floor(family: str) -> bool:
@@ -231,13 +245,19 @@ def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: Benchma
     Wilson intervals of the shares, and paired differences against the references with
     their p-values and Newcombe intervals, and TOST against each floor row."""
     records = sorted(records, key=lambda r: r["task"])
-    masks = group_masks(records, settings)
+    columns = {row.method: record_columns(records, row.method) for row in rows if row.method != FP32}
+    return columns_family_rows(rows, columns, [r["attribute"] for r in records], settings)
+
+
+def columns_family_rows(rows: list[BenchmarkRow], columns: dict[str, RecourseColumns], attributes: list[str],
+                        settings: BenchmarkSettings) -> list[FamilyRow]:
+    """:func:`family_rows` from each student row's per-task columns and each task's attribute
+    (what a run saves beside its record, so that its statistics can be recomputed)."""
+    masks = attribute_masks(attributes, settings)
     members: dict[str, list[BenchmarkRow]] = {}
     for row in rows:
         if row.method != FP32:
             members.setdefault(row.family, []).append(row)
-    columns = {row.method: record_columns(records, row.method) for family in members.values() for row in family}
-    levels = {"seed_level": settings.seed_level, "task_weights": settings.task_weights}
     margins = dict(settings.equivalence_margins)
     result = []
     for family, family_members in members.items():
@@ -246,34 +266,18 @@ def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: Benchma
             if not bool(mask.any()):
                 continue
             seeds = [columns[row.method].select(mask) for row in family_members]
-            values = [summary_values(c) for c in seeds]
-            intervals = seed_bootstrap(seeds, samples=settings.bootstrap_samples, **levels)
-            metrics[group] = {m: {"mean": mean_of([v[m] for v in values]), "sd": sd_of([v[m] for v in values]),
-                                  "low": intervals[m][0], "high": intervals[m][1]} for m in RECOURSE_METRICS}
-            counts = [proportion_counts(c) for c in seeds]
-            wilson[group] = {m: stats.wilson_interval(mean_of([c[m][0] for c in counts]),
-                                                      mean_of([c[m][1] for c in counts])).as_list(100.0)
-                             for m in PROPORTIONS}
+            metrics[group], wilson[group] = _family_summary(seeds, settings)
             floors = [f for f in members if is_floor(f) and f != family] if margins else []
             for reference in dict.fromkeys([r for r in PAIRED_REFERENCES if r in members] + floors):
                 if reference == family:
                     continue
                 theirs = [columns[row.method].select(mask) for row in members[reference]]
-                differences = [paired_difference(mine, theirs[k % len(theirs)]) for k, mine in enumerate(seeds)]
-                bounds = seed_bootstrap(seeds, theirs, settings.bootstrap_samples, **levels)
-                means = {m: mean_of([d[m] for d in differences]) for m in RECOURSE_METRICS}
-                tested = paired_tests(seeds, theirs, settings.bootstrap_samples, settings.task_weights)
-                scores = score_intervals(seeds, theirs)
-                tested = {m: t.at_least(scores[m]) if m in scores else t for m, t in tested.items()}
+                versus, tested, equivalent = _compared(seeds, theirs, settings)
                 if reference in PAIRED_REFERENCES:
-                    paired.setdefault(reference, {})[group] = {m: [means[m], *bounds[m]] for m in RECOURSE_METRICS}
-                    tests.setdefault(reference, {})[group] = {
-                        m: {"p": tested[m].p, "se": tested[m].standard_error, "df": tested[m].df,
-                            "interval": tested[m].interval(),
-                            **({"score_interval": scores[m]} if m in scores else {})} for m in RECOURSE_METRICS}
+                    paired.setdefault(reference, {})[group] = versus
+                    tests.setdefault(reference, {})[group] = tested
                 if reference in floors:
-                    equivalence.setdefault(reference, {})[group] = {
-                        m: tested[m].tost(margin).to_dict() for m, margin in margins.items()}
+                    equivalence.setdefault(reference, {})[group] = equivalent
         result.append(FamilyRow(
             family=family, variants=tuple(r.method for r in family_members), compression=family_members[0].compression,
             bits_per_weight=mean_of([r.bits_per_weight for r in family_members]),
@@ -281,6 +285,51 @@ def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: Benchma
             agreement=(mean_of([r.agreement for r in family_members]), sd_of([r.agreement for r in family_members])),
             metrics=metrics, paired=paired, wilson=wilson, tests=tests, equivalence=equivalence))
     return result
+
+
+def _family_summary(seeds: list[RecourseColumns], settings: BenchmarkSettings) -> tuple[dict, dict]:
+    """A family's metrics in one group (mean and sd over seeds, the bootstrap's interval) and
+    the Wilson intervals of its shares at the seeds' mean count."""
+    values = [summary_values(c) for c in seeds]
+    intervals = seed_bootstrap(seeds, samples=settings.bootstrap_samples, seed_level=settings.seed_level,
+                               task_weights=settings.task_weights)
+    metrics = {m: {"mean": mean_of([v[m] for v in values]), "sd": sd_of([v[m] for v in values]),
+                   "low": intervals[m][0], "high": intervals[m][1]} for m in RECOURSE_METRICS}
+    counts = [proportion_counts(c) for c in seeds]
+    wilson = {m: stats.wilson_interval(mean_of([c[m][0] for c in counts]),
+                                       mean_of([c[m][1] for c in counts])).as_list(100.0) for m in PROPORTIONS}
+    return metrics, wilson
+
+
+def _test_record(test: PairedTest, score: list[float] | None, flags: dict) -> dict:
+    return {"p": test.p, "se": test.standard_error, "df": test.df, "interval": test.interval(),
+            **({"score_interval": score} if score is not None else {}), **flags}
+
+
+def _compared(seeds: list[RecourseColumns], theirs: list[RecourseColumns],
+              settings: BenchmarkSettings) -> tuple[dict, dict, dict]:
+    """A family against a reference or floor family, per metric: ``[difference, low, high]``,
+    the test's record and TOST at each of the settings' margins. The settings' analysis says
+    how (:mod:`recourse.benchmark.comparison`): new runs test the family means with the
+    interval the test inverts, the same in either order; the committed runs ("2026-12-02")
+    paired seed ``k`` with seed ``k mod K`` and quoted the two-level bootstrap's interval."""
+    margins = dict(settings.equivalence_margins)
+    if settings.analysis == LEGACY_ANALYSIS:
+        differences = [paired_difference(mine, theirs[k % len(theirs)]) for k, mine in enumerate(seeds)]
+        bounds = seed_bootstrap(seeds, theirs, settings.bootstrap_samples, seed_level=settings.seed_level,
+                                task_weights=settings.task_weights)
+        tested = paired_tests(seeds, theirs, settings.bootstrap_samples, settings.task_weights)
+        scores = score_intervals(seeds, theirs)
+        tested = {m: t.at_least(scores[m]) if m in scores else t for m, t in tested.items()}
+        versus = {m: [mean_of([d[m] for d in differences]), *bounds[m]] for m in RECOURSE_METRICS}
+        return (versus, {m: _test_record(tested[m], scores.get(m), {}) for m in RECOURSE_METRICS},
+                {m: tested[m].tost(margin).to_dict() for m, margin in margins.items()})
+    comparison = compare_families(seeds, theirs, settings.bootstrap_samples, settings.task_weights)
+    tested, scores = comparison.tests, comparison.score_intervals
+    return ({m: [tested[m].difference, *tested[m].interval()] for m in RECOURSE_METRICS},
+            {m: _test_record(tested[m], scores.get(m), comparison.flags(m)) for m in RECOURSE_METRICS},
+            {m: {**tested[m].tost(margin).to_dict(), "df": tested[m].df, **comparison.flags(m)}
+             for m, margin in margins.items()})
 
 
 def _versus(mine: RecourseColumns, theirs: RecourseColumns, samples: int, task_weights: str = "multinomial") -> dict:

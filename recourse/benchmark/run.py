@@ -13,7 +13,7 @@ import json
 import math
 import re
 import time
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +25,8 @@ from recourse.benchmark.rows import (
     benchmark_rows, family_rows, model_decisions,
 )
 from recourse.benchmark.sweep import SweepPoint, sweep_points, sweep_records
-from recourse.benchmark.tasks import FP32, BenchmarkSettings, task_records
+from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, write_columns
+from recourse.benchmark.tasks import FP32, BenchmarkSettings, recorded_analysis, task_records
 from recourse.checkpoints import (
     CONFIG_FILE, WEIGHTS_FILE, CheckpointError, file_digest, folder_bytes, load_classifier, read_config,
 )
@@ -102,6 +103,9 @@ class BenchmarkResult:
     sweep: tuple[SweepPoint, ...] = ()
     claims: tuple[Claim, ...] = ()  # the family of claims with corrected p-values (issue 26)
     latency: tuple[dict, ...] = ()  # recourse.benchmark.latency.LatencyComparison.to_dict() of --models
+    # the per-task columns saved beside the record ({"file": name beside it, "sha256"}), from
+    # which recourse recompute-claims recomputes its statistics; runs before it have none
+    columns: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
         """JSON-ready: non-finite values (undefined metrics) are written as ``null``. Fields
@@ -118,10 +122,12 @@ class BenchmarkResult:
             record["claims"] = [asdict(claim) for claim in self.claims]
         if self.latency:
             record["latency"] = [dict(row) for row in self.latency]
+        if self.columns:
+            record["columns"] = dict(self.columns)
         if self.sweep:
             # a sweep written before it had intervals is read and written back as it was
             record["sweep"] = [{k: v for k, v in asdict(point).items() if k != "intervals" or v} for point in self.sweep]
-        return _finite(record)
+        return json_ready(record)
 
     @classmethod
     def from_dict(cls, record: dict[str, Any]) -> "BenchmarkResult":
@@ -133,13 +139,14 @@ class BenchmarkResult:
             sweep = tuple(SweepPoint(**point) for point in record.get("sweep", ()))
             found = tuple(Claim(**{k: _number(v) for k, v in c.items()}) for c in record.get("claims", ()))
             if found and "corrected_low" not in record["claims"][0] and any(f.tests for f in families):
-                found = tuple(claims(list(families)))  # written before claims carried corrected intervals
+                # written before claims carried corrected intervals: the claims of its own analysis
+                found = tuple(claims(list(families), analysis=recorded_analysis(record["settings"])))
             return cls(date=record["date"], command=record["command"], split=record["split"], n=int(record["n"]),
                        attributes=tuple(record["attributes"]), accuracy_images=int(record["accuracy_images"]),
                        processes=int(record["processes"]), seconds=float(record["seconds"]),
                        settings=dict(record["settings"]), rows=rows,
                        definitions=record.get("definitions", DEFINITIONS), families=families, sweep=sweep,
-                       claims=found, latency=tuple(record.get("latency", ())))
+                       claims=found, latency=tuple(record.get("latency", ())), columns=dict(record.get("columns", {})))
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"not a benchmark record ({type(error).__name__}: {error})") from None
 
@@ -154,14 +161,15 @@ def _number(value):
     return float("nan") if value is None else value
 
 
-def _finite(value):
-    """JSON has no NaN or infinity: an undefined value is written as null."""
+def json_ready(value):
+    """As a record writes it: JSON has no NaN or infinity (an undefined value is written as
+    null), and tuples are lists."""
     if isinstance(value, float) and not math.isfinite(value):
         return None
     if isinstance(value, dict):
-        return {k: _finite(v) for k, v in value.items()}
+        return {k: json_ready(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_finite(v) for v in value]
+        return [json_ready(v) for v in value]
     return value
 
 
@@ -378,13 +386,15 @@ def _benchmark_result(config: BenchmarkConfig, state, started: float, records: l
         date=datetime.date.today().isoformat(), command=config.command, split=config.split, n=len(records),
         attributes=settings.attributes, accuracy_images=len(images), processes=state.num_processes,
         seconds=round(time.perf_counter() - started, 1), settings=asdict(settings), rows=tuple(rows),
-        families=tuple(families), claims=tuple(claims(families)),
+        families=tuple(families), claims=tuple(claims(families, analysis=settings.analysis)),
         latency=tuple(row.to_dict() for row in latency),
         sweep=tuple(sweep_points(sweep, settings.margins, settings.bootstrap_samples)))
 
 
 def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> BenchmarkResult | None:
-    """Run (or resume) the benchmark; writes ``benchmark.json`` under ``config.out``
+    """Run (or resume) the benchmark; writes ``benchmark.json`` under ``config.out``, and beside
+    it every student row's per-task columns (:data:`COLUMNS_FILE`, named in the record with its
+    SHA-256) from which its statistics can be recomputed
     (:func:`recourse.render.benchmark.write_markdown` adds ``benchmark.md``). Returns the result on the main process and ``None`` on the others.
     ``progress(stage, done, total)`` reports the loading of images and the tasks."""
     from accelerate import PartialState
@@ -414,7 +424,8 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
     if state.is_main_process:
         result = _benchmark_result(config, state, started, records, sweep, teacher, students, facts, images, labels,
                                    teacher_bytes, decided, foreign)
-        config.out.mkdir(parents=True, exist_ok=True)
+        saved = columns_of_records(records, [row.method for row in result.rows if row.method != FP32])
+        result = replace(result, columns=write_columns(config.out / COLUMNS_FILE, saved))
         (config.out / "benchmark.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     state.wait_for_everyone()
     return result

@@ -124,18 +124,24 @@ def newcombe_paired_interval(both: float, only_first: float, only_second: float,
     differ it still has a width set by ``n`` (0 of 20 and 0 of 20: ±0.161), where a paired
     bootstrap gives [0, 0]."""
     a, b, c, d = both, only_first, only_second, neither
-    n = a + b + c + d
+    # every sum and product in an order that swapping b and c leaves as it is (cells averaged
+    # over seed pairs need not be whole): the interval of p2 − p1 mirrors this one to the bit
+    n = (a + d) + (b + c)
     if n <= 0:
         return Interval(float("nan"), float("nan"))
     p1, p2 = (a + b) / n, (a + c) / n
     first, second = wilson_interval(a + b, n, level), wilson_interval(a + c, n, level)
-    product = (a + b) * (c + d) * (a + c) * (b + d)
+    product = ((a + b) * (c + d)) * ((a + c) * (b + d))
     phi = (a * d - b * c) / math.sqrt(product) if product > 0 else 0.0
-    below = math.sqrt(max((p1 - first.low) ** 2 - 2 * phi * (p1 - first.low) * (second.high - p2)
-                          + (second.high - p2) ** 2, 0.0))
-    above = math.sqrt(max((first.high - p1) ** 2 - 2 * phi * (first.high - p1) * (p2 - second.low)
-                          + (p2 - second.low) ** 2, 0.0))
+    below = _combined(p1 - first.low, second.high - p2, phi)
+    above = _combined(first.high - p1, p2 - second.low, phi)
     return Interval(max(-1.0, p1 - p2 - below), min(1.0, p1 - p2 + above))
+
+
+def _combined(first: float, second: float, phi: float) -> float:
+    """``√(a² − 2φab + b²)``, written so that swapping ``a`` and ``b`` changes no bit (the
+    paired interval of ``p2 − p1`` is then exactly the mirror of that of ``p1 − p2``)."""
+    return math.sqrt(max((first * first + second * second) - 2 * phi * (first * second), 0.0))
 
 
 # --- the bootstrap's weights and the seed level ------------------------------------------
@@ -247,7 +253,9 @@ def tost(estimate: float, standard_error: float, margin: float, df: float = math
         return Equivalence(estimate, standard_error, margin, df, float("nan"), float("nan"))
     if standard_error <= 0:  # no sampling variation: the estimate decides
         return Equivalence(estimate, standard_error, margin, df, float(estimate <= -margin), float(estimate >= margin))
-    p_lower = 1.0 - student_t_cdf((estimate + margin) / standard_error, df)
+    # both tails read off the lower side (no ``1 − cdf`` cancellation), so that ``−estimate``
+    # gives the two p-values swapped exactly: the test does not depend on which side is first
+    p_lower = student_t_cdf(-(estimate + margin) / standard_error, df)
     p_upper = student_t_cdf((estimate - margin) / standard_error, df)
     return Equivalence(estimate, standard_error, margin, df, p_lower, p_upper)
 

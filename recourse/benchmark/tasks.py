@@ -36,6 +36,14 @@ TASK_WEIGHTS = ("multinomial", "dirichlet")
 # CRG, 2 points of DirSim (docs/metrics.md). Stated before the final run, recorded with it.
 EQUIVALENCE_MARGINS: tuple[tuple[str, float], ...] = (
     ("vd", 2.0), ("fa_75", 5.0), ("logit_gap", 0.1), ("crg", 0.02), ("dirsim_moved", 2.0))
+# How a run's families are compared and its claims counted (recourse.benchmark.comparison).
+# "2026-12-02", the committed runs': seed k of a family against seed k mod K of the other (so
+# the two orders differ), every test a claim, TOST apart. ANALYSIS, new runs': family means in
+# either order, claims without duplicates or 0-against-0, TOST inside the correction families.
+# Both exist so that the committed records keep the numbers they were written with.
+LEGACY_ANALYSIS = "2026-12-02"
+ANALYSIS = "2026-12-03"
+ANALYSES = (LEGACY_ANALYSIS, ANALYSIS)
 # The values of settings a run recorded before they existed (BenchmarkSettings.from_record).
 LEGACY_SETTINGS = {"student_stop": "twin", "noise_draws": 1, "noise_match_split": None, "seed_level": "resample",
                    "task_weights": "multinomial", "equivalence_margins": ()}
@@ -67,6 +75,7 @@ class BenchmarkSettings:
     task_weights: str = "multinomial"  # the task level: "multinomial" (ordinary bootstrap) or "dirichlet" (Bayesian)
     # TOST margins of "on the noise floor" (stated before the run; docs/metrics.md); empty: no test
     equivalence_margins: tuple[tuple[str, float], ...] = EQUIVALENCE_MARGINS
+    analysis: str = ANALYSIS  # how families are compared and claims counted (ANALYSES); no chunk depends on it
 
     def __post_init__(self) -> None:
         check_int("n", self.n, 1, 1_000_000)  # CelebA has 202,599 photos
@@ -106,6 +115,8 @@ class BenchmarkSettings:
                 and isinstance(pair[1], (int, float)) and 0 < pair[1] < float("inf") for pair in self.equivalence_margins):
             raise ValueError(f"equivalence_margins must be a tuple of (metric, positive margin), "
                              f"got {self.equivalence_margins!r}")
+        if self.analysis not in ANALYSES:
+            raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}, got {self.analysis!r}")
 
     @classmethod
     def from_record(cls, recorded: dict) -> "BenchmarkSettings":
@@ -113,7 +124,9 @@ class BenchmarkSettings:
         when it was made and takes its value of then (:data:`LEGACY_SETTINGS`,
         :data:`LEGACY_COUNTERFACTUAL`), so the committed runs keep meaning what they meant: the
         cone walk, the twin's stop, one noise draw matched on the run's own images, the seeds
-        resampled."""
+        resampled. The ``analysis`` is the exception: it is not what the tasks were made with but
+        how their columns are read, so a record without it gives today's (a recorded command then
+        reproduces the run's tasks; :func:`recorded_analysis` says what its numbers were made with)."""
         values = {**LEGACY_SETTINGS, **recorded}
         values["counterfactual"] = CounterfactualConfig(**{**LEGACY_COUNTERFACTUAL, **values.get("counterfactual", {})})
         for name in ("attributes", "seen_attributes", "margins"):
@@ -135,10 +148,16 @@ class BenchmarkSettings:
                    # a student's stop keys its own part (student_inputs); the noise draws key
                    # theirs by their details; the rest only changes the table, not a chunk
                    "student_stop", "noise_draws", "noise_match_split", "seed_level", "task_weights",
-                   "equivalence_margins")
+                   "equivalence_margins", "analysis")
         settings = {k: v for k, v in asdict(self).items() if k not in ignored}
         text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def recorded_analysis(settings: dict) -> str:
+    """The analysis a record's statistics were made with: its ``analysis``, or the committed
+    runs' where it has none (they were written before it was recorded)."""
+    return settings.get("analysis", LEGACY_ANALYSIS)
 
 
 def chunk_bounds(settings: BenchmarkSettings, available: int) -> list[tuple[int, int]]:

@@ -15,7 +15,7 @@ import sys
 from recourse import __version__
 from recourse.cli import (
     audit, benchmark, claims, counterfactual, evaluate, evaluate_counterfactuals, margin_reached, method_speed, power,
-    quantize, scan, stability, train_classifier, train_denoiser, train_generator,
+    quantize, recompute_claims, scan, stability, train_classifier, train_denoiser, train_generator,
 )
 from recourse.cli.common import expected_errors, on_off  # noqa: F401  on_off: for scripts
 from recourse.cli.reproduce import (  # noqa: F401  re-exported: the scripts and docs name them here
@@ -41,6 +41,7 @@ COMMANDS = (
     power,
     margin_reached,
     claims,
+    recompute_claims,
 )
 
 

@@ -1,0 +1,86 @@
+"""A run's per-task columns, saved beside its record: every statistic of the record can then be
+recomputed without the models, the faces or the cache (:mod:`recourse.benchmark.recompute`).
+
+One compressed ``.npz`` (``np.savez_compressed``) of plain arrays, read with
+``allow_pickle=False``: never a pickle, so a file from elsewhere cannot run code. It holds
+each task's id and attribute, the student rows' names in the table's order, and every field of
+:class:`recourse.paired.RecourseColumns` stacked over the rows (``(rows, tasks)``, the partial
+edits ``(rows, tasks, α)``). The record names the file and its SHA-256.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from recourse.benchmark.tasks import record_columns
+from recourse.paired import RecourseColumns
+
+COLUMNS_FILE = "benchmark-columns.npz"
+FORMAT = 1
+_FIELDS = tuple(f.name for f in fields(RecourseColumns))
+_DTYPES = {"target": np.int64, "teacher_valid": np.bool_, "student_accepts_teacher": np.bool_,
+           "student_valid": np.bool_}  # the rest float64
+
+
+@dataclass(frozen=True)
+class SavedColumns:
+    """What a run saved: the tasks (id, attribute) and each student row's columns, in order."""
+
+    tasks: tuple[int, ...]
+    attributes: tuple[str, ...]
+    rows: dict[str, RecourseColumns]
+
+
+def file_sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def columns_of_records(records: list[dict], names: list[str]) -> SavedColumns:
+    """The columns of the student rows ``names`` from a run's task records."""
+    records = sorted(records, key=lambda r: r["task"])
+    return SavedColumns(tuple(int(r["task"]) for r in records), tuple(str(r["attribute"]) for r in records),
+                        {name: record_columns(records, name) for name in names})
+
+
+def write_columns(path: Path, saved: SavedColumns) -> dict:
+    """Write ``saved`` to ``path``; returns what the record says of it: its file name (beside
+    the record) and SHA-256."""
+    names = list(saved.rows)
+    arrays = {"format": np.array(FORMAT, dtype=np.int64), "tasks": np.array(saved.tasks, dtype=np.int64),
+              "attributes": np.array(saved.attributes, dtype=np.str_), "rows": np.array(names, dtype=np.str_)}
+    for name in _FIELDS:
+        stacked = [getattr(saved.rows[row], name).numpy() for row in names]
+        arrays[name] = np.stack(stacked).astype(_DTYPES.get(name, np.float64)) if stacked else np.zeros((0, 0))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(path.name + ".tmp.npz")
+    np.savez_compressed(temporary, **arrays)
+    temporary.replace(path)
+    return {"file": path.name, "sha256": file_sha256(path)}
+
+
+def read_columns(path: Path) -> SavedColumns:
+    """Read a columns file (never unpickling), or raise ValueError saying what is wrong with it."""
+    try:
+        with np.load(path, allow_pickle=False) as data:
+            arrays = {key: data[key] for key in data.files}
+    except (OSError, ValueError) as error:
+        raise ValueError(f"{path}: not a columns file ({error})") from None
+    missing = [key for key in ("format", "tasks", "attributes", "rows", *_FIELDS) if key not in arrays]
+    if missing or int(arrays["format"]) != FORMAT:
+        raise ValueError(f"{path}: not a columns file of format {FORMAT} (missing: {', '.join(missing) or 'none'})")
+    names, tasks = [str(n) for n in arrays["rows"]], len(arrays["tasks"])
+    for name in _FIELDS:
+        if arrays[name].shape[:2] != (len(names), tasks):
+            raise ValueError(f"{path}: {name} has shape {arrays[name].shape}, not ({len(names)}, {tasks}, ...)")
+    rows = {row: RecourseColumns(**{name: torch.from_numpy(np.ascontiguousarray(arrays[name][k]))
+                                    for name in _FIELDS}) for k, row in enumerate(names)}
+    return SavedColumns(tuple(int(t) for t in arrays["tasks"]), tuple(str(a) for a in arrays["attributes"]), rows)
