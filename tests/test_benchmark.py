@@ -591,9 +591,14 @@ def test_the_statistics_report_draws_new_runs_and_says_what_old_ones_lack():
                                   for c in record["claims"]]}
     assert BenchmarkResult.from_dict(older).to_dict() == record
     report = statistics_report(BenchmarkResult.from_dict(record))
-    assert "[family-wise 95%]" in report
     assert "| fp32-noise (floor) | 1 |" in report and "| g − fp32-noise | VD |" in report
-    assert f"{len(result.claims)} paired differences tested" in report
+    # a new run's claims: differences and TOST, per correction family, each read by its own correction
+    primary = sum(c.correction_family == "primary" and c.p == c.p for c in result.claims)
+    assert f"{sum(c.p == c.p for c in result.claims)} claims, " in report and "paired differences tested" not in report
+    assert f"**Primary family** (every claim on all attributes), read by Holm (family-wise error): {primary} claims" \
+        in report and "read by Benjamini–Hochberg (false discovery rate)" in report
+    assert "| g − fp32-noise | equivalence within ±0.02 | all | CRG |" in report  # both sides' CRG is 0 here
+    assert "| claim | group |" in report and "| Holm p |" in report and "| Benjamini–Hochberg p |" in report
 
 
 def test_the_margin_rule_reads_the_mean_of_the_noise_draws():

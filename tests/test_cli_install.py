@@ -121,6 +121,16 @@ def test_the_help_names_the_generators_own_defaults():
         assert method.default is None and f"{defaults.method} (the default)" in method.help, command
 
 
+def test_the_benchmark_command_names_the_analyses_of_the_settings():
+    from recourse.benchmark.tasks import ANALYSES, ANALYSIS, LEGACY_ANALYSIS
+    from recourse.cli import benchmark
+
+    assert (benchmark.ANALYSIS, benchmark.LEGACY_ANALYSIS) == (ANALYSIS, LEGACY_ANALYSIS)
+    analysis = next(a for a in build_parser()._subparsers._group_actions[0].choices["benchmark"]._actions
+                    if a.dest == "analysis")
+    assert analysis.default == ANALYSIS and set(analysis.choices) == set(ANALYSES)
+
+
 @pytest.mark.parametrize("command", [
     ["audit", "photo.jpg", "--variant", "ptq-int4", "--attribute", "Smiling"],
     ["counterfactual", "photo.jpg", "--variant", "ptq-int4", "--attribute", "Smiling", "--out", "cf.png"],

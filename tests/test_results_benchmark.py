@@ -1,6 +1,8 @@
-"""scripts/docs/results/default_benchmark.py: the results pages' benchmark on the default generator."""
+"""scripts/docs/results/default_benchmark.py and benchmark.py: the results pages' benchmark on the default generator
+and the index's headline of it."""
 
 import json
+from dataclasses import asdict
 
 from recourse.paths import assets_dir
 from scripts.docs.results import default_benchmark as results_benchmark
@@ -70,3 +72,22 @@ def test_the_margin_line_quotes_the_check_and_its_command():
     text = "\n".join(results_benchmark.margin_line(reached))
     assert "reaches margin 2 on 12 of its 12 valid tasks" in text and "2.000–2.005 (median 2.002)" in text
     assert results_benchmark.margin_line(None) == []
+
+
+def test_the_headline_counts_each_correction_family_by_its_own_correction(monkeypatch):
+    """The committed test run's one family of paired differences by Holm, as the index has it;
+    a newer run's primary family by Holm and its secondary one by Benjamini–Hochberg."""
+    from scripts.docs.results import benchmark, files
+    from tests.test_render_claims import NEW
+
+    record = json.loads((assets_dir() / "benchmark-denoised.json").read_text())
+    monkeypatch.setattr(files, "load", {results_benchmark.TEST_RUN: record}.get)
+    assert benchmark.headline() == "N = 200 test tasks; 537 of 1,458 paired differences hold after Holm's correction"
+    newer = {**record, "settings": {**record["settings"], "analysis": "2026-12-03"},
+             "claims": [json.loads(json.dumps(asdict(c))) for c in NEW]}
+    monkeypatch.setattr(files, "load", {results_benchmark.TEST_RUN: newer}.get)
+    # the secondary claim of Holm p 0.2 and BH p 0.01 holds, the primary one of Holm p 0.06 and BH p 0.04 does not
+    assert benchmark.headline() == ("N = 200 test tasks; 2 of 3 primary claims hold after Holm's correction, "
+                                    "2 of 3 secondary claims hold after Benjamini–Hochberg's correction")
+    monkeypatch.setattr(files, "load", {}.get)
+    assert benchmark.headline() == "the test run: not finished yet"

@@ -228,6 +228,31 @@ def test_a_benchmark_run_at_todays_defaults_shows_its_command_as_recorded():
     assert reproduction(command, settings) == command + " --noise-control none --margin 2"
 
 
+def test_a_benchmark_runs_analysis_is_an_option_and_is_reproduced_where_recorded():
+    """--analysis picks how families are compared and claims counted; a run that recorded the
+    committed runs' analysis is shown with it, one that recorded today's or none (the committed
+    runs: from_record reads none as today's) without it."""
+    from dataclasses import asdict
+
+    from recourse.benchmark import BenchmarkSettings
+    from recourse.cli import build_parser, reproduction
+    from recourse.cli.benchmark import _benchmark_settings
+
+    command = "python -m recourse benchmark --data d --split test --tasks 500 --out out/b"
+    parse = build_parser().parse_args
+    assert _benchmark_settings(parse(command.split()[3:])).analysis == "2026-12-03"
+    assert _benchmark_settings(parse([*command.split()[3:], "--analysis", "2026-12-02"])).analysis == "2026-12-02"
+    with pytest.raises(SystemExit):
+        parse([*command.split()[3:], "--analysis", "2026-12-01"])
+    settings = json.loads(json.dumps(asdict(BenchmarkSettings())))
+    assert reproduction(command, settings) == command
+    settings["analysis"] = "2026-12-02"
+    shown = reproduction(command, settings)
+    assert shown == command + " --analysis 2026-12-02" and reproduction(shown, settings) == shown
+    del settings["analysis"]
+    assert reproduction(command, settings) == command
+
+
 def _shown_runs():
     """(file, record) of every committed run whose command the results pages show as a recourse command."""
     names = [name for _, name in (*quality.QUALITY, *archive.BENCHMARKS)] + ["benchmark-foreign.json"]

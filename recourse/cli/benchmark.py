@@ -11,6 +11,10 @@ from recourse.cli.common import (
 from recourse.names import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, METHODS, SPLITS
 from recourse.paths import variants_dir
 
+# recourse.benchmark.tasks' ANALYSIS and LEGACY_ANALYSIS, named here without importing torch (a
+# test keeps them equal): new runs' analysis, the default, and the committed runs'
+ANALYSIS, LEGACY_ANALYSIS = "2026-12-03", "2026-12-02"
+
 
 def register(commands) -> None:
     bench = commands.add_parser("benchmark", help="all variants against the classifier: Acc, VD, CRG, DirSim, cost, speed")
@@ -48,6 +52,10 @@ def register(commands) -> None:
                        help="the intervals' seed level: s/sqrt(k)·t(k-1) (default) or the seeds resampled")
     bench.add_argument("--task-weights", choices=("multinomial", "dirichlet"), default="multinomial",
                        help="the intervals' task level: the ordinary bootstrap (default) or the Bayesian one")
+    bench.add_argument("--analysis", choices=(ANALYSIS, LEGACY_ANALYSIS), default=ANALYSIS,
+                       help=f"how families are compared and claims counted: {ANALYSIS} (default; family means in "
+                            f"either order, TOST inside the correction families) or {LEGACY_ANALYSIS}, the committed "
+                            "runs' (seed k against seed k mod K, every test one family)")
     bench.add_argument("--reference-models", nargs="*", default=[],
                        help="other full-precision classifier folders, each a reference row fp32-ref-<folder>")
     bench.add_argument("--models", nargs="*", default=[],
@@ -69,7 +77,7 @@ def _benchmark_settings(args: argparse.Namespace):
                              noise_control=None if args.noise_control == "none" else args.noise_control,
                              student_stop=args.student_stop, noise_draws=args.noise_draws,
                              noise_match_split=None if args.noise_match_split == "tasks" else args.noise_match_split,
-                             seed_level=args.seed_level, task_weights=args.task_weights)
+                             seed_level=args.seed_level, task_weights=args.task_weights, analysis=args.analysis)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -38,11 +38,14 @@ METHOD_SETTINGS = {
                  "output_draws", "region_mask", "whole_face_region", "region_edit_steps", "region_edit_learning_rate",
                  "adaptive_share"),
 }
-# BenchmarkSettings field -> benchmark's option; ``counterfactual`` takes GENERATION_OPTIONS
+# BenchmarkSettings field -> benchmark's option; ``counterfactual`` takes GENERATION_OPTIONS. A
+# run that recorded no ``analysis`` (the committed runs) gets no --analysis: from_record reads it
+# as today's, since its tasks do not depend on it; its numbers were made with "2026-12-02"
+# (recorded_analysis), which --analysis 2026-12-02 brings back.
 BENCHMARK_OPTIONS = {"n": "--tasks", "first_task": "--first-task", "attributes": "--attributes", "margins": "--margins",
                      "noise_control": "--noise-control", "chunk_size": "--chunk-size", "student_stop": "--student-stop",
                      "noise_draws": "--noise-draws", "noise_match_split": "--noise-match-split",
-                     "seed_level": "--seed-level", "task_weights": "--task-weights"}
+                     "seed_level": "--seed-level", "task_weights": "--task-weights", "analysis": "--analysis"}
 # Settings benchmark has no option for that a run may lack: the TOST margins only add the
 # equivalence tests to a run made before them; seen_attributes follow --attributes.
 _BENCHMARK_ADDED = ("equivalence_margins", "seen_attributes")

@@ -1,15 +1,21 @@
 """The issue-26 statistics of a benchmark run drawn as markdown: the direction metric with
 zero-length recourses apart beside its floor rows, the shares' Wilson intervals, TOST
-against the floor rows, and the family of claims after Holm and Benjamini–Hochberg.
+against the floor rows, and the family of claims after Holm and Benjamini–Hochberg (newer
+runs: per correction family, differences and TOST together, each family by its own correction).
 Runs made before these existed have none of them: each table then says so in one line."""
 
 from __future__ import annotations
 
+from collections import Counter
+
+from recourse.benchmark.claims import CORRECTIONS, Claim
 from recourse.benchmark.rows import FamilyRow, is_floor
 from recourse.benchmark.run import BenchmarkResult
 
 _NAMES = {"vd": "VD", "fa_50": "FA½", "fa_75": "FA¾", "logit_gap": "|Δlogit|", "logit_lean": "lean", "crg": "CRG",
           "dirsim": "DirSim", "dirsim_moved": "DirSim (moved)", "zero_edits": "zero-length %"}
+# a correction's name and the error it controls
+_CORRECTION_NAMES = {"holm": ("Holm", "family-wise error"), "bh": ("Benjamini–Hochberg", "false discovery rate")}
 
 
 def _number(value, digits: int) -> str:
@@ -77,11 +83,28 @@ def equivalence_table(result: BenchmarkResult, group: str = "all") -> str:
 
 
 def claims_table(result: BenchmarkResult, group: str | None = "all", alpha: float = 0.05) -> str:
-    """The claims whose raw p is below ``alpha``, with their Holm and BH adjusted p and
-    whether each survives; the family size is all tested claims (every group)."""
+    """The claims whose raw p is below ``alpha`` (in ``group``; None: every group), with their
+    adjusted p and whether each holds. A run of the committed analysis has one family, all
+    tested claims (every group) after Holm and Benjamini–Hochberg; a newer run's claims are
+    drawn per correction family (:func:`correction_families`), each read by its own correction."""
     tested = [c for c in result.claims if c.p == c.p]
     if not tested:
         return "(this run has no corrected claims)"
+    families = correction_families(tested)
+    if not families:
+        return _one_family_table(tested, group, alpha)
+    kinds = Counter(c.kind for c in tested)
+    lines = [f"{len(tested)} claims, {_kinds(kinds)}, in {len(families)} correction "
+             f"{'family' if len(families) == 1 else 'families'}, each read by its own correction: a difference is "
+             "one family against a reference (95% interval), an equivalence a TOST against a floor row, shown "
+             "where its 90% interval lies within ±margin."]
+    for name, members in families.items():
+        lines += ["", *_family_table(name, members, group, alpha)]
+    return "\n".join(lines)
+
+
+def _one_family_table(tested: list[Claim], group: str | None, alpha: float) -> str:
+    """The committed runs' family of claims: every paired difference, Holm and BH over all of them."""
     shown = [c for c in tested if c.p < alpha and (group is None or c.group == group)]
     lines = [f"{len(tested)} paired differences tested; {sum(c.p < alpha for c in tested)} with p < {alpha:g} before "
              f"correction, {sum(c.holds(alpha, 'holm') for c in tested)} after Holm, "
@@ -98,10 +121,76 @@ def claims_table(result: BenchmarkResult, group: str | None = "all", alpha: floa
     return "\n".join(lines)
 
 
+def correction_families(claims: list[Claim]) -> dict[str, list[Claim]]:
+    """The claims of each correction family, primary first; {} for the committed runs' claims,
+    which have no family of their own (one family, read by Holm)."""
+    if not any(c.correction_family for c in claims):
+        return {}
+    order = [*CORRECTIONS, *sorted({c.correction_family for c in claims} - set(CORRECTIONS))]
+    return {name: [c for c in claims if c.correction_family == name] for name in order
+            if any(c.correction_family == name for c in claims)}
+
+
+def held_claims(claims: list[Claim], alpha: float = 0.05) -> dict[str, tuple[int, int]]:
+    """Per correction family, (claims that hold by its own correction, claims tested); the
+    committed runs' one family is ``""``, read by Holm as their pages always have been."""
+    tested = [c for c in claims if c.p == c.p]
+    families = correction_families(tested) or {"": tested}
+    return {name: (sum(c.holds(alpha) for c in members), len(members)) for name, members in families.items()}
+
+
+def correction_name(family: str) -> str:
+    """The name of the correction a claim of ``family`` is read by."""
+    return _CORRECTION_NAMES[CORRECTIONS.get(family, "holm")][0]
+
+
+def _family_table(name: str, members: list[Claim], group: str | None, alpha: float) -> list[str]:
+    """One correction family: its size and kinds, how many hold by its correction, what its
+    Bonferroni interval says beside that correction, and its claims with raw p below ``alpha``."""
+    correction = CORRECTIONS.get(name, "holm")
+    title, error = _CORRECTION_NAMES[correction]
+    scope = ("every claim on all attributes" if name == "primary"
+             else "the attribute groups " + ", ".join(dict.fromkeys(c.group for c in members)))
+    held = sum(c.holds(alpha) for c in members)
+    interval = (f"The family-wise interval is Bonferroni's (each claim at {alpha:g} / {len(members)}): a difference's "
+                f"excludes zero, an equivalence's lies within ±margin, only where {title} also holds."
+                if correction == "holm" else
+                f"The family-wise interval is Bonferroni's (each claim at {alpha:g} / {len(members)}), stricter than "
+                f"{title}: a claim can hold with an interval that does not exclude zero (or lie within ±margin).")
+    lines = [f"**{name.capitalize()} family** ({scope}), "
+             f"read by {title} ({error}): {len(members)} claims tested, {_kinds(Counter(c.kind for c in members))}; "
+             f"{sum(c.p < alpha for c in members)} with p < {alpha:g} before correction, {held} hold after {title}. "
+             + interval, ""]
+    shown = [c for c in members if c.p < alpha and (group is None or c.group == group)]
+    if not shown:
+        return lines + [f"(none with p < {alpha:g}{f' in group {group}' if group else ''})"]
+    lines += [f"| family − reference | claim | group | metric | estimate [95%; TOST 90%] | [family-wise] | p "
+              f"| {title} p |", "|---|---|---|---|---|---|---|---|"]
+    for c in sorted(shown, key=lambda c: c.p):
+        adjusted = c.p_holm if correction == "holm" else c.p_bh
+        mark = "**" if c.holds(alpha) else ""
+        kind = "difference" if c.kind == "difference" else f"equivalence within ±{c.margin:g}"
+        metric = _NAMES.get(c.metric, c.metric).replace("|", "\\|")  # |Δlogit| inside a cell
+        lines.append(f"| {c.family} − {c.reference} | {kind} | {c.group} | {metric} "
+                     f"| {c.difference:+.3g} [{c.low:.3g}, {c.high:.3g}] "
+                     f"| {_interval([c.corrected_low, c.corrected_high], 3)} | {c.p:.2g} "
+                     f"| {mark}{adjusted:.2g}{mark} |")
+    return lines
+
+
+def _kinds(kinds: Counter) -> str:
+    """``3 differences, 2 equivalences`` of a count of claim kinds."""
+    names = {"difference": ("difference", "differences"), "equivalence": ("equivalence (TOST)", "equivalences (TOST)")}
+    return ", ".join(f"{kinds[kind]} {names.get(kind, (kind, kind))[kinds[kind] != 1]}"
+                     for kind in sorted(kinds, key=lambda k: (k != "difference", k)))
+
+
 def statistics_report(result: BenchmarkResult) -> str:
     """All four, under headings."""
     return "\n\n".join([
         "### Direction, zero-length recourses apart", direction_table(result),
         "### Shares with Wilson intervals", wilson_table(list(result.families)),
         "### On the floor? (TOST)", equivalence_table(result),
-        "### The family of claims, corrected", claims_table(result)]) + "\n"
+        "### The family of claims, corrected",
+        # a newer run's secondary family is the attribute groups: all of them are drawn
+        claims_table(result, None if correction_families(list(result.claims)) else "all")]) + "\n"
