@@ -1,6 +1,7 @@
 """Time the app: one audit at default settings, time to predictions, and a concurrent load.
 
     python -m scripts.measurements.app_benchmark [--variant ptq-int8] [--repeats 10] [--clients 8] [--seconds 120]
+    python -m scripts.measurements.app_benchmark --start-up 5      # only: how soon app.py serves
 
 1. ``audit_image`` in this process on the gallery faces: median seconds of a full audit
    (both predictions, two counterfactuals, metrics, both attribution methods) and of its
@@ -66,6 +67,32 @@ def in_process(variant: str, repeats: int) -> None:
           f"{torch.get_num_threads()} torch threads):")
     for name, values in stages.items():
         print(f"  {name:16s} median {statistics.median(values):.3f} s  (min {min(values):.3f}, max {max(values):.3f})")
+
+
+def start_up(repeats: int) -> None:
+    """``python app.py`` started ``repeats`` times: seconds to the first HTTP answer, and to the
+    log's line that every model is loaded and warmed up (recourse.ui.startup.READY_LINE)."""
+    import tempfile
+
+    from recourse.ui.startup import READY_LINE
+
+    serving, ready = [], []
+    for _ in range(repeats):
+        with tempfile.TemporaryDirectory(prefix="app-start-") as folder:
+            log = Path(folder) / "app.log"
+            started = time.perf_counter()
+            with app_process(log=log, ready=False) as (_, process):
+                serving.append(time.perf_counter() - started)
+                while READY_LINE not in log.read_text(errors="replace"):
+                    if process.poll() is not None:
+                        raise RuntimeError("app.py exited before it was ready")
+                    time.sleep(0.1)
+                ready.append(time.perf_counter() - started)
+    print(f"start-up, {repeats} starts of app.py:")
+    print(f"  serving (first HTTP answer)   median {statistics.median(serving):.1f} s  (min {min(serving):.1f}, "
+          f"max {max(serving):.1f})")
+    print(f"  every model loaded, warmed up median {statistics.median(ready):.1f} s  (min {min(ready):.1f}, "
+          f"max {max(ready):.1f})")
 
 
 def through_client(url: str, variant: str, repeats: int) -> None:
@@ -150,7 +177,12 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--in-process-only", action="store_true", help="only step 1, the audit in this process")
+    parser.add_argument("--start-up", type=int, metavar="N",
+                        help="only start app.py N times: seconds until it serves and until every model is loaded")
     args = parser.parse_args()
+    if args.start_up:
+        start_up(args.start_up)
+        return
     in_process(args.variant, args.repeats)
     if args.in_process_only:
         return
