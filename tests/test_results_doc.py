@@ -212,7 +212,8 @@ def test_a_benchmark_run_from_before_the_method_existed_names_the_cone_walk_and_
     assert "method" not in record["settings"]["counterfactual"] and "student_stop" not in record["settings"]
     shown = reproduction(record["command"], record["settings"])
     assert shown == record["command"] + (" --counterfactual-method pca-walk-cone --margin 6 --student-stop twin "
-                                         "--noise-draws 1 --noise-match-split tasks --seed-level resample")
+                                         "--noise-draws 1 --noise-match-split tasks --seed-level resample "
+                                         "--analysis 2026-12-02")
 
 
 def test_a_benchmark_run_at_todays_defaults_shows_its_command_as_recorded():
@@ -230,8 +231,8 @@ def test_a_benchmark_run_at_todays_defaults_shows_its_command_as_recorded():
 
 def test_a_benchmark_runs_analysis_is_an_option_and_is_reproduced_where_recorded():
     """--analysis picks how families are compared and claims counted; a run that recorded the
-    committed runs' analysis is shown with it, one that recorded today's or none (the committed
-    runs: from_record reads none as today's) without it."""
+    committed runs' analysis is shown with it, one that recorded today's without it; a record
+    without one is a committed run's (from_record reads none as 2026-12-02) and is shown with it."""
     from dataclasses import asdict
 
     from recourse.benchmark import BenchmarkSettings
@@ -250,7 +251,7 @@ def test_a_benchmark_runs_analysis_is_an_option_and_is_reproduced_where_recorded
     shown = reproduction(command, settings)
     assert shown == command + " --analysis 2026-12-02" and reproduction(shown, settings) == shown
     del settings["analysis"]
-    assert reproduction(command, settings) == command
+    assert reproduction(command, settings) == command + " --analysis 2026-12-02"
 
 
 def _shown_runs():

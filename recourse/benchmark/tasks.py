@@ -46,7 +46,7 @@ ANALYSIS = "2026-12-03"
 ANALYSES = (LEGACY_ANALYSIS, ANALYSIS)
 # The values of settings a run recorded before they existed (BenchmarkSettings.from_record).
 LEGACY_SETTINGS = {"student_stop": "twin", "noise_draws": 1, "noise_match_split": None, "seed_level": "resample",
-                   "task_weights": "multinomial", "equivalence_margins": ()}
+                   "task_weights": "multinomial", "equivalence_margins": (), "analysis": LEGACY_ANALYSIS}
 # the generation settings' likewise: the cone walk, and edits over the whole frame (regions came later)
 LEGACY_COUNTERFACTUAL = {"method": "pca-walk-cone", "region_mask": False}
 
@@ -124,9 +124,8 @@ class BenchmarkSettings:
         when it was made and takes its value of then (:data:`LEGACY_SETTINGS`,
         :data:`LEGACY_COUNTERFACTUAL`), so the committed runs keep meaning what they meant: the
         cone walk, the twin's stop, one noise draw matched on the run's own images, the seeds
-        resampled. The ``analysis`` is the exception: it is not what the tasks were made with but
-        how their columns are read, so a record without it gives today's (a recorded command then
-        reproduces the run's tasks; :func:`recorded_analysis` says what its numbers were made with)."""
+        resampled, and their statistics read by the pairing of then (``analysis``, so that a
+        recorded command says ``--analysis 2026-12-02`` and gives back the record's numbers)."""
         values = {**LEGACY_SETTINGS, **recorded}
         values["counterfactual"] = CounterfactualConfig(**{**LEGACY_COUNTERFACTUAL, **values.get("counterfactual", {})})
         for name in ("attributes", "seen_attributes", "margins"):

@@ -18,6 +18,11 @@ _NAMES = {"vd": "VD", "fa_50": "FA½", "fa_75": "FA¾", "logit_gap": "|Δlogit|"
 _CORRECTION_NAMES = {"holm": ("Holm", "family-wise error"), "bh": ("Benjamini–Hochberg", "false discovery rate")}
 
 
+def _cell_name(metric: str) -> str:
+    """A metric's name inside a Markdown table cell: |Δlogit|'s bars escaped, so they do not split it."""
+    return _NAMES.get(metric, metric).replace("|", "\\|")
+
+
 def _number(value, digits: int) -> str:
     if value is None or value != value:
         return "n/a"
@@ -75,7 +80,7 @@ def equivalence_table(result: BenchmarkResult, group: str = "all") -> str:
     for family in result.families:
         for floor, groups in family.equivalence.items():
             for metric, test in groups.get(group, {}).items():
-                lines.append(f"| {family.family} − {floor} | {_NAMES.get(metric, metric)} "
+                lines.append(f"| {family.family} − {floor} | {_cell_name(metric)} "
                              f"| {_number(test['estimate'], 3)} {_interval(test['interval_90'], 3)} "
                              f"| ±{margins.get(metric, test['margin']):g} | {_number(test['p'], 4)} "
                              f"| {'yes' if test['equivalent'] else 'not shown'} |")
@@ -113,7 +118,7 @@ def _one_family_table(tested: list[Claim], group: str | None, alpha: float) -> s
              "| family − reference | group | metric | difference [95%] | [family-wise 95%] | p | Holm p | BH p |",
              "|---|---|---|---|---|---|---|---|"]
     for c in sorted(shown, key=lambda c: c.p):
-        lines.append(f"| {c.family} − {c.reference} | {c.group} | {_NAMES.get(c.metric, c.metric)} "
+        lines.append(f"| {c.family} − {c.reference} | {c.group} | {_cell_name(c.metric)} "
                      f"| {c.difference:+.3g} [{c.low:.3g}, {c.high:.3g}] "
                      f"| {_interval([c.corrected_low, c.corrected_high], 3)} | {c.p:.2g} "
                      f"| {'**' if c.p_holm < alpha else ''}{c.p_holm:.2g}{'**' if c.p_holm < alpha else ''} "
@@ -170,7 +175,7 @@ def _family_table(name: str, members: list[Claim], group: str | None, alpha: flo
         adjusted = c.p_holm if correction == "holm" else c.p_bh
         mark = "**" if c.holds(alpha) else ""
         kind = "difference" if c.kind == "difference" else f"equivalence within ±{c.margin:g}"
-        metric = _NAMES.get(c.metric, c.metric).replace("|", "\\|")  # |Δlogit| inside a cell
+        metric = _cell_name(c.metric)
         lines.append(f"| {c.family} − {c.reference} | {kind} | {c.group} | {metric} "
                      f"| {c.difference:+.3g} [{c.low:.3g}, {c.high:.3g}] "
                      f"| {_interval([c.corrected_low, c.corrected_high], 3)} | {c.p:.2g} "
