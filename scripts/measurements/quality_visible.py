@@ -149,13 +149,15 @@ def main(argv: list[str] | None = None) -> None:
                                          pool_features, pool.labels[args.n:, index])
             row = {"attribute": attribute, "region": REGIONS[attribute] if config.region_mask else "frame",
                    "stop": name, "margin": margin, "n": len(originals.x),
-                   "flip_rate": reading.flip_rate, "fva": reading.fva, "mnac": reading.mnac,
+                   "reached_rate": reading.reached_rate, "flip_rate": reading.flip_rate, "fva": reading.fva,
+                   "mnac": reading.mnac,
                    "fd": realism.fd, "floor_fd": realism.floor_fd,
                    "fd_over_floor": round(realism.fd / realism.floor_fd, 3) if realism.floor_fd else None,
                    "judges": judge_rows(reading.verdicts), "median_seconds": round(statistics.median(seconds), 3)}
             rows.append(row)
             pooled = [j for j in row["judges"] if j["target"] == "both"]
-            print(f"{attribute:20s} {name:9s} (margin {margin:g}): FR {row['flip_rate']:5.1f}  FVA {row['fva']:5.1f}  "
+            print(f"{attribute:20s} {name:9s} (margin {margin:g}): reached {row['reached_rate']:5.1f}  "
+                  f"FR {row['flip_rate']:5.1f}  FVA {row['fva']:5.1f}  "
                   f"MNAC {row['mnac']:.2f}  FD {row['fd']} (floor {row['floor_fd']})  "
                   + "  ".join(f"{j['judge']}: shift {j['shift']} seen/ceiling {j['seen_over_ceiling']}" for j in pooled),
                   flush=True)

@@ -58,6 +58,7 @@ class StopReading:
     """One stop of one attribute's edits, read on every face."""
 
     at_stop: torch.Tensor
+    reached_rate: float  # % of faces whose edit reaches the stop's margin (elsewhere the stop is the whole edit)
     flip_rate: float
     fva: float
     mnac: float
@@ -70,11 +71,14 @@ def read_stop(originals: Originals, attribute: str, edits: torch.Tensor, margin:
     targets = originals.targets[:, index]
     at_stop = stop_on_paths(originals.x, edits, originals.classifier, attribute, targets, margin)
     with torch.no_grad():
-        after = decisions(originals.classifier(at_stop))[:, index]
+        logits = originals.classifier(at_stop)[:, index]
+        after = decisions(logits)
         oracle_after = decisions(originals.oracle(at_stop))
     verdicts = [v for v in set_verdicts(attribute, originals.judged, at_stop, targets, originals.calibrated)
                 if v["independent"]]
-    return StopReading(at_stop=at_stop, flip_rate=round(flip_rate(after, targets), 2),
+    toward_target = torch.where(targets == 1, logits, -logits)
+    reached = float((toward_target >= margin - 1e-4).float().mean()) * 100  # the bisection stops just past it
+    return StopReading(at_stop=at_stop, reached_rate=round(reached, 2), flip_rate=round(flip_rate(after, targets), 2),
                        fva=identity_result(originals.descriptors, originals.describe(at_stop)).fva,
                        mnac=round(mean_number_of_attributes_changed(originals.oracle_before, oracle_after, index), 3),
                        verdicts=verdicts)

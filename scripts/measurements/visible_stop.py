@@ -101,7 +101,8 @@ def main(argv: list[str] | None = None) -> None:
         rows = []
         for stop in stops:
             reading = read_stop(originals, attribute, edits, stop)
-            row = {"stop": stop, "flip_rate": reading.flip_rate, "fva": reading.fva, "mnac": reading.mnac,
+            row = {"stop": stop, "reached_rate": reading.reached_rate, "flip_rate": reading.flip_rate,
+                   "fva": reading.fva, "mnac": reading.mnac,
                    "shift": _mean([v["shift"] for v in reading.verdicts]),
                    "seen_over_ceiling": _mean([v["seen_over_ceiling"] for v in reading.verdicts]),
                    "cost": round(float((reading.at_stop - originals.x).abs().mean()), 5), "verdicts": reading.verdicts}
