@@ -50,8 +50,6 @@ def app_process(timeout: float = 600.0, log: Path | None = None,
     """As :func:`start_app`, also giving the process (to watch its memory). The app serves
     before its models are loaded (recourse.ui.startup); ``ready`` waits for them too, so that what
     a caller measures is an audit, not the loading."""
-    from recourse.ui.startup import READY_LINE  # the line the app logs once loaded and warmed up
-
     port = free_port()
     env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
@@ -66,8 +64,8 @@ def app_process(timeout: float = 600.0, log: Path | None = None,
             deadline = time.monotonic() + timeout
             while not answers(url):
                 waited(process, deadline, f"answer on {url}")
-            while ready and READY_LINE not in log.read_text(errors="replace"):
-                waited(process, deadline, "load its models")
+            if ready:
+                wait_until_ready(process, log, deadline)
             yield url, process
         finally:
             process.terminate()
@@ -75,6 +73,14 @@ def app_process(timeout: float = 600.0, log: Path | None = None,
                 process.wait(timeout=20)
             except subprocess.TimeoutExpired:
                 process.kill()
+
+
+def wait_until_ready(process: subprocess.Popen, log: Path, deadline: float, every: float = 0.5) -> None:
+    """Until the app's ``log`` says every model is loaded and warmed up (recourse.ui.startup)."""
+    from recourse.ui.startup import READY_LINE
+
+    while READY_LINE not in log.read_text(errors="replace"):
+        waited(process, deadline, "load its models", every)
 
 
 def answers(url: str) -> bool:
@@ -85,14 +91,14 @@ def answers(url: str) -> bool:
         return False
 
 
-def waited(process: subprocess.Popen, deadline: float, what: str) -> None:
-    """Half a second more of waiting for the app to ``what``; an error where it has exited or
-    the deadline has passed."""
+def waited(process: subprocess.Popen, deadline: float, what: str, every: float = 0.5) -> None:
+    """``every`` seconds more of waiting for the app to ``what``; an error where it has exited
+    or the deadline has passed."""
     if process.poll() is not None:
         raise RuntimeError(f"app.py exited with code {process.returncode} before it could {what}")
     if time.monotonic() > deadline:
         raise TimeoutError(f"app.py did not {what} in time")
-    time.sleep(0.5)
+    time.sleep(every)
 
 
 def audit_gallery_face(page, url: str | None, face: int = 0, timeout_ms: int = 120_000) -> None:

@@ -32,7 +32,7 @@ from recourse.generation.denoised import REFERENCE_VIEWS
 from recourse.models import VARIANTS
 from recourse.paired import share_cores_between_paired_edits
 from recourse.paths import assets_dir
-from scripts.figures.app_screenshot import ROOT, app_process
+from scripts.figures.app_screenshot import ROOT, app_process, wait_until_ready
 
 GALLERY = ROOT / "assets" / "gallery"
 FLIP = "flip the full-precision decision"
@@ -74,8 +74,6 @@ def start_up(repeats: int) -> None:
     log's line that every model is loaded and warmed up (recourse.ui.startup.READY_LINE)."""
     import tempfile
 
-    from recourse.ui.startup import READY_LINE
-
     serving, ready = [], []
     for _ in range(repeats):
         with tempfile.TemporaryDirectory(prefix="app-start-") as folder:
@@ -83,10 +81,7 @@ def start_up(repeats: int) -> None:
             started = time.perf_counter()
             with app_process(log=log, ready=False) as (_, process):
                 serving.append(time.perf_counter() - started)
-                while READY_LINE not in log.read_text(errors="replace"):
-                    if process.poll() is not None:
-                        raise RuntimeError("app.py exited before it was ready")
-                    time.sleep(0.1)
+                wait_until_ready(process, log, time.monotonic() + 600, every=0.1)
                 ready.append(time.perf_counter() - started)
     print(f"start-up, {repeats} starts of app.py:")
     print(f"  serving (first HTTP answer)   median {statistics.median(serving):.1f} s  (min {min(serving):.1f}, "
