@@ -40,7 +40,7 @@ def test_edits_are_kept_by_chunk_and_a_resumed_run_makes_only_the_missing_ones(t
             self.edits = images + shift
 
     def fake_generate(images, classifier, attribute, targets, config, generator, seeds):
-        made.append((attribute, seeds[0]))
+        made.append((attribute, seeds))
         return Result(images, 0.5 if attribute == "Smiling" else -0.5)
 
     monkeypatch.setattr(quality_visible, "generate", fake_generate)
@@ -51,10 +51,31 @@ def test_edits_are_kept_by_chunk_and_a_resumed_run_makes_only_the_missing_ones(t
     made_now = made_edits(x, None, ["Smiling", "Bangs"], targets, config, None, tmp_path)
     assert torch.equal(made_now["Smiling"][0], x + 0.5) and torch.equal(made_now["Bangs"][0], x - 0.5)
     assert len(made_now["Smiling"][1]) == 5
-    # face by face, every attribute in turn (the unedited face's denoised views are shared)
-    assert made[:4] == [("Smiling", 7), ("Bangs", 7), ("Smiling", 8), ("Bangs", 8)] and len(made) == 10
+    # a chunk's faces in one batch per attribute, each face with its own seed
+    assert made[:2] == [("Smiling", (7, 8)), ("Bangs", (7, 8))] and len(made) == 6
     (tmp_path / "Smiling-00002-00004.safetensors").unlink()  # a session ended before this chunk was kept
     made.clear()
     again = made_edits(x, None, ["Smiling", "Bangs"], targets, config, None, tmp_path)
-    assert torch.equal(again["Smiling"][0], made_now["Smiling"][0]) and made == [("Smiling", 9), ("Smiling", 10)]
+    assert torch.equal(again["Smiling"][0], made_now["Smiling"][0]) and made == [("Smiling", (9, 10))]
     assert torch.equal(again["Bangs"][0], made_now["Bangs"][0])
+    assert not list(tmp_path.glob("*.tmp"))
+
+
+def test_a_second_process_makes_the_chunks_from_the_last_and_the_edits_come_back_in_face_order(tmp_path, monkeypatch):
+    made = []
+
+    class Result:
+        def __init__(self, images, seeds):
+            self.edits = images + torch.tensor(seeds, dtype=images.dtype).view(-1, 1, 1, 1)
+
+    def fake_generate(images, classifier, attribute, targets, config, generator, seeds):
+        made.append(seeds[0])
+        return Result(images, seeds)
+
+    monkeypatch.setattr(quality_visible, "generate", fake_generate)
+    monkeypatch.setattr(quality_visible, "CHUNK", 2)
+    x = torch.zeros(5, 3, 4, 4)
+    config = type("Config", (), {"seed": 0})()
+    edits, seconds = made_edits(x, None, ["Smiling"], torch.ones(5, 40), config, None, tmp_path, backward=True)["Smiling"]
+    assert made == [4, 2, 0]
+    assert [float(e[0, 0, 0]) for e in edits] == [0, 1, 2, 3, 4] and len(seconds) == 5

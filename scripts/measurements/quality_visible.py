@@ -22,6 +22,7 @@ import argparse
 import datetime
 import hashlib
 import json
+import os
 import shlex
 import statistics
 import sys
@@ -51,15 +52,18 @@ def settings_key(settings: dict) -> str:
 
 
 def made_edits(x: torch.Tensor, classifier, attributes: list[str], targets: torch.Tensor, config, generator,
-               folder: Path | None) -> dict[str, tuple[torch.Tensor, list[float]]]:
+               folder: Path | None, backward: bool = False) -> dict[str, tuple[torch.Tensor, list[float]]]:
     """Each attribute's whole edit of each face and the seconds it took, chunk by chunk, from
     ``folder`` where made. A chunk's faces are edited in one batch per attribute, each with its own
     seed: the same numbers as face by face (``tests/test_regions.py``: a region edit does not depend on batch order),
     in about 0.7 of the time for a region edit. A face's seconds are then its share of its batch's:
-    the app's own time for one face is ``scripts.method_speed``'s."""
-    edits = {attribute: [] for attribute in attributes}
-    seconds = {attribute: [] for attribute in attributes}
-    for start in range(0, len(x), CHUNK):
+    the app's own time for one face is ``scripts.method_speed``'s. ``backward`` makes the chunks
+    from the last: a second process then shares a run's chunks with the first without meeting it
+    until they are done."""
+    edits = {attribute: {} for attribute in attributes}
+    seconds = {attribute: {} for attribute in attributes}
+    starts = list(range(0, len(x), CHUNK))
+    for start in reversed(starts) if backward else starts:
         stop = min(start + CHUNK, len(x))
         paths = {attribute: folder / f"{attribute}-{start:05d}-{stop:05d}.safetensors" if folder else None
                  for attribute in attributes}
@@ -74,18 +78,21 @@ def made_edits(x: torch.Tensor, classifier, attributes: list[str], targets: torc
         for attribute in attributes:
             if attribute in chunks:
                 chunk, times = chunks[attribute]
-                if paths[attribute] is not None:
+                if paths[attribute] is not None:  # written whole, then named: another process never reads half
+                    partial = paths[attribute].with_suffix(f".{os.getpid()}.tmp")
                     save_file({"edits": chunk.contiguous(), "seconds": torch.tensor(times, dtype=torch.float64)},
-                              paths[attribute])
+                              partial)
+                    partial.replace(paths[attribute])
             else:
                 kept = load_file(paths[attribute])
                 chunk, times = kept["edits"], kept["seconds"].tolist()
-            edits[attribute].append(chunk)
-            seconds[attribute].extend(times)
+            edits[attribute][start], seconds[attribute][start] = chunk, times
         if missing:
-            print(f"{stop}/{len(x)} faces: " + ", ".join(f"{attribute} {statistics.median(seconds[attribute]):.2f} s"
-                                                       for attribute in missing) + " median per edit", flush=True)
-    return {attribute: (torch.cat(edits[attribute]), seconds[attribute]) for attribute in attributes}
+            print(f"faces {start}–{stop - 1} of {len(x)}: " + ", ".join(
+                f"{attribute} {statistics.median(chunks[attribute][1]):.2f} s" for attribute in missing)
+                + " per edit", flush=True)
+    return {attribute: (torch.cat([edits[attribute][start] for start in starts]),
+                        [t for start in starts for t in seconds[attribute][start]]) for attribute in attributes}
 
 
 def judge_rows(verdicts: list[dict]) -> list[dict]:
@@ -118,6 +125,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--resume-dir", help="keep the edits here, chunk by chunk, and continue from them")
     parser.add_argument("--generator", default=str(generator_dir()))
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--backward", action="store_true",
+                        help="make the chunks from the last (a second process on the same --resume-dir)")
     parser.add_argument("--json", required=True)
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
@@ -137,7 +146,7 @@ def main(argv: list[str] | None = None) -> None:
     started = time.perf_counter()
     rows = []
     made = made_edits(originals.x, originals.classifier, args.attributes, originals.targets, config, generator,
-                      folder)
+                      folder, args.backward)
     for attribute in args.attributes:
         index = attribute_index(attribute)
         targets = originals.targets[:, index]
