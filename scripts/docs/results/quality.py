@@ -6,7 +6,7 @@ import json
 
 from recourse.cli import reproduction
 from recourse.paths import assets_dir
-from scripts.docs.results import files, instruments
+from scripts.docs.results import default_quality, files, instruments
 from scripts.docs.results.files import rate
 
 # Each committed quality run, named by its split and counterfactual method (settings: its record).
@@ -44,7 +44,7 @@ def quality_section() -> list[str]:
             "the classifier before the edit, the number of such tasks in brackets; FD is on the oracle's "
             "penultimate features, *not* FID). Contact sheets on faces that are not from the dataset: "
             "`docs/contact-sheets/`. The earlier generators' runs: [archive](archive.md).", "",
-            *files.sections(CURRENT, quality_table), *mnac_levers()]
+            *default_quality.default_quality_section(), *files.sections(CURRENT, quality_table), *mnac_levers()]
 
 
 def mnac_levers() -> list[str]:

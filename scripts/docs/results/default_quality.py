@@ -1,0 +1,89 @@
+"""The product's default on test (``scripts/measurements/quality_visible.py``): each attribute's edit
+at the visible stop and at the benchmark's margin, and the visible-recourse issue's targets read
+from the same rows."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from scripts.docs.results import files
+
+RUN = "quality-visible-test.json"
+LOCAL = ("Smiling", "Mouth_Slightly_Open", "Eyeglasses", "Bangs")  # MNAC ≤ 3.5 and FD ≤ 2× floor apply here
+JUDGED = ("Smiling", "Young", "Male", "Mouth_Slightly_Open")  # the judges' targets apply here
+
+
+@dataclass(frozen=True)
+class Target:
+    """One of issue 36's targets at the visible stop, read on one attribute's row."""
+
+    what: str
+    attribute: str
+    value: float | None
+    bound: str
+    met: bool
+
+
+def pooled_judges(row: dict) -> list[dict]:
+    return [j for j in row["judges"] if j["target"] == "both"]
+
+
+def targets(rows: list[dict]) -> list[Target]:
+    """Every target of the visible stop, attribute by attribute (issue 36, 'Targets')."""
+    found = []
+    for row in rows:
+        if row["stop"] != "visible":
+            continue
+        a = row["attribute"]
+        found.append(Target("FR %", a, row["flip_rate"], "≥ 95", row["flip_rate"] >= 95))
+        found.append(Target("FVA %", a, row["fva"], "≥ 97", row["fva"] >= 97))
+        limit = 3.5 if a in LOCAL else 5.0
+        found.append(Target("MNAC", a, row["mnac"], f"≤ {limit:g}", row["mnac"] <= limit))
+        if a in LOCAL:
+            ratio = row["fd_over_floor"]
+            found.append(Target("FD / floor", a, ratio, "≤ 2", ratio is not None and ratio <= 2))
+        if a in JUDGED:
+            for judge in pooled_judges(row):
+                shift, over = judge["shift"], judge["seen_over_ceiling"]
+                found.append(Target(f"shift, {judge['judge']}", a, shift, "≥ 0.8", shift is not None and shift >= 0.8))
+                found.append(Target(f"seen / ceiling, {judge['judge']}", a, over, "≥ 0.85",
+                                    over is not None and over >= 0.85))
+    return found
+
+
+def _number(value, digits: int) -> str:
+    return "—" if value is None else f"{value:.{digits}f}"
+
+
+def default_quality_section() -> list[str]:
+    record = files.load(RUN)
+    if record is None:
+        return files.not_yet("The default's test run", "python -m scripts.measurements.quality_visible --data "
+                             "../shared/data/celeba-hq-64 --split test --n 500 --resume-dir out/quality-visible-test "
+                             f"--json assets/results/{RUN}")
+    stops = record["stops"]
+    lines = [f"## Today's default on test: {record['n']} faces × {len(record['attributes']) // 2} attributes", "",
+             "The full-precision classifier's edit at the product's settings (local attributes in their region), "
+             f"read at the visible stop (margin {stops['visible']:g}) and at the benchmark's margin "
+             f"({stops['benchmark']:g}), each the first point of the edit's straight path past its margin (where the "
+             "edit ends before, the whole edit: 'reached' says how often it got there). Judges: the independent "
+             "ones, pooled over both targets (seen over the judge's ceiling on real faces; shift in units of the "
+             "real class gap). FD on the oracle's features against real faces of the target class, beside the "
+             "real-versus-real floor. Seconds: a face's share of its batch of 20 on one thread, with another run "
+             "on the other core (the app's own times: the stability page).", "", "```bash",
+             files.writing(record["command"], files.location(RUN)), "```", "",
+             "| attribute | region | stop | reached % | FR % | FVA % | MNAC | FD (floor) | judges: seen/ceiling, shift "
+             "| s / edit |", "|---|---|---|---:|---:|---:|---:|---:|---|---:|"]
+    for r in record["attributes"]:
+        judges = "; ".join(f"{j['judge']}: {_number(j['seen_over_ceiling'], 2)}, {_number(j['shift'], 2)}"
+                           for j in pooled_judges(r)) or "—"
+        lines.append(f"| {r['attribute']} | {r['region']} | {r['stop']} ({r['margin']:g}) | {r['reached_rate']:.1f} "
+                     f"| {r['flip_rate']:.1f} | {r['fva']:.1f} | {r['mnac']:.2f} | {r['fd']:.2f} ({r['floor_fd']:.2f}) "
+                     f"| {judges} | {r['median_seconds']:.2f} |")
+    found = targets(record["attributes"])
+    missed = [t for t in found if not t.met]
+    lines += ["", f"### The visible-recourse issue's targets at the visible stop: {len(found) - len(missed)} of "
+                  f"{len(found)} met", "", "| target | attribute | value | bound | met |", "|---|---|---:|---|---|"]
+    lines += [f"| {t.what} | {t.attribute} | {_number(t.value, 3)} | {t.bound} | {'yes' if t.met else '**no**'} |"
+              for t in found]
+    return lines + [""]

@@ -1,0 +1,35 @@
+"""The quality page's test run of today's default: the table and the visible-recourse issue's
+targets, each read from the run's rows."""
+
+from scripts.docs.results import default_quality, files
+
+
+def row(attribute, stop, fr=99.0, fva=98.0, mnac=3.0, fd=2.0, floor=1.5, shift=0.9, over=0.9):
+    judges = [{"judge": "age", "target": 1, "n": 5}, {"judge": "age", "target": "both", "n": 10, "seen_rate": 0.6,
+                                                      "ceiling": 0.7, "seen_over_ceiling": over, "shift": shift}]
+    return {"attribute": attribute, "region": "mouth", "stop": stop, "margin": 10.0 if stop == "visible" else 2.0,
+            "n": 10, "reached_rate": 80.0, "flip_rate": fr, "fva": fva, "mnac": mnac, "fd": fd, "floor_fd": floor,
+            "fd_over_floor": round(fd / floor, 3), "judges": judges, "median_seconds": 3.2}
+
+
+def test_targets_are_read_at_the_visible_stop_with_the_local_and_judged_attributes_own_bounds():
+    found = default_quality.targets([row("Smiling", "visible", mnac=3.6, fd=3.5), row("Smiling", "benchmark", fr=10),
+                                     row("Blond_Hair", "visible", mnac=4.5, fva=96.9)])
+    smiling = {t.what: t for t in found if t.attribute == "Smiling"}
+    assert not smiling["MNAC"].met and smiling["MNAC"].bound == "≤ 3.5"  # a local attribute
+    assert not smiling["FD / floor"].met and smiling["FR %"].met  # the benchmark stop's FR 10 is not read
+    assert smiling["shift, age"].met and smiling["seen / ceiling, age"].met
+    blond = {t.what: t for t in found if t.attribute == "Blond_Hair"}
+    assert blond["MNAC"].met and not blond["FVA %"].met  # ≤ 5 for the others; FVA 96.9 < 97
+    assert "FD / floor" not in blond and not any(what.startswith("shift") for what in blond)
+
+
+def test_the_section_counts_the_targets_met_and_says_which_are_not(monkeypatch):
+    record = {"command": "python -m scripts.measurements.quality_visible --n 10", "n": 10,
+              "stops": {"visible": 10.0, "benchmark": 2.0},
+              "attributes": [row("Young", "visible", shift=0.5), row("Young", "benchmark")]}
+    monkeypatch.setattr(files, "load", lambda name: record if name == default_quality.RUN else None)
+    page = "\n".join(default_quality.default_quality_section())
+    assert "10 faces × 1 attributes" in page
+    assert "4 of 5 met" in page and "| shift, age | Young | 0.500 | ≥ 0.8 | **no** |" in page
+    assert "| Young | mouth | visible (10) | 80.0 | 99.0 | 98.0 | 3.00 | 2.00 (1.50) | age: 0.90, 0.50 | 3.20 |" in page
