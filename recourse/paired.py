@@ -43,6 +43,10 @@ class Student:
     name: str
     twin: nn.Module  # fake-quantized, differentiable: guides x'_g
     decider: nn.Module  # makes the student's decisions: integer kernels where they exist
+    # Added to every seed of the student's own recourse x'_g (:func:`own_seeds`). 0: the task's
+    # seed, shared with the teacher's x'_f. The benchmark's top floor (``fp32-rerun``) is the
+    # teacher with another offset: its own recourse again, with fresh noise.
+    seed_offset: int = 0
 
     @property
     def kind(self) -> Literal["integer", "twin"]:
@@ -157,14 +161,28 @@ class StudentRecourse:
     edits: torch.Tensor | None = None  # the whole edits x'_g was stopped on (recourse.recourse_path)
 
 
+def own_seeds(student: Student, seeds: tuple[int, ...] | None, config: CounterfactualConfig,
+              count: int) -> tuple[int, ...] | None:
+    """The seeds of ``student``'s own recourse on ``count`` tasks: the tasks' ``seeds`` (where
+    none are given, :func:`recourse.generation.generate`'s default ``config.seed + i``), each
+    moved by the student's ``seed_offset``; unchanged where it has none, so that a student and
+    the teacher edit with the same noise unless a row asks for fresh noise."""
+    if not student.seed_offset:
+        return seeds
+    tasks = seeds if seeds is not None else tuple(config.seed + i for i in range(count))
+    return tuple(int(seed) + student.seed_offset for seed in tasks)
+
+
 def own_recourse(images: torch.Tensor, attribute: str, targets: int | torch.Tensor, student: Student,
                  config: CounterfactualConfig, generator: FaceGenerator | None, seeds: tuple[int, ...] | None = None,
                  stop_on_decider: bool = True) -> CounterfactualResult:
     """The student's own recourse ``x'_g``: its twin's gradients guide the edit and, with
     ``stop_on_decider``, its integer decider says where the edit stops and whether it is
-    valid (the audit's and the command line's counterfactual of a variant)."""
+    valid (the audit's and the command line's counterfactual of a variant). ``seeds``: the
+    tasks' seeds, moved by the student's ``seed_offset`` (:func:`own_seeds`)."""
     decider = student.decider if stop_on_decider and student.kind == "integer" else None
-    return generate(images, student.twin, attribute, targets, config, generator, seeds, decider=decider)
+    return generate(images, student.twin, attribute, targets, config, generator,
+                    own_seeds(student, seeds, config, len(images)), decider=decider)
 
 
 def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor,

@@ -376,7 +376,8 @@ def test_the_student_stop_is_a_setting_and_the_committed_runs_keep_the_twins(mon
                       stop_on_decider=True):
         asked.append(stop_on_decider)
         n = len(images)
-        return SimpleNamespace(accepts_teacher=torch.ones(n, dtype=torch.bool), valid=torch.ones(n, dtype=torch.bool),
+        return SimpleNamespace(counterfactuals=images, accepts_teacher=torch.ones(n, dtype=torch.bool),
+                               valid=torch.ones(n, dtype=torch.bool),
                                cost=torch.full((n,), 0.1), cosine=torch.ones(n), logit_on_teacher=torch.ones(n),
                                partial_on_teacher=torch.zeros(n, 2))
 

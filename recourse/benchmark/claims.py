@@ -17,6 +17,14 @@ Which tests are claims (new runs, analysis "2026-12-03"):
   (Benjamini–Hochberg, false discovery rate). Both adjusted p-values are given within each
   family; a claim holds by its family's correction.
 
+With a registered primary family (issue 37: the run's ``settings.primary_family``, read from
+``assets/results/benchmark-primary.json``), the claims that file names (a row's semantic validity
+against the teacher's, difference and TOST) are the family ``registered``, read by Holm over
+exactly themselves (a registered row the run lacks is listed with an undefined p and counted in
+Holm's ``m``, so that a missing row cannot make the others easier to hold), and every other
+claim, the all-tasks ones included, is ``secondary`` (Benjamini–Hochberg), as the file says. The
+semantic tests of the rows the file does not name are secondary claims too.
+
 The committed runs ("2026-12-02") listed every test, both orders of a pair, TOST apart, and
 corrected over all of them at once (:func:`legacy_claims`): their records read back as written.
 """
@@ -28,11 +36,15 @@ from dataclasses import dataclass
 
 import recourse.benchmark.statistics as stats
 from recourse.benchmark.rows import FamilyRow
+from recourse.benchmark.semantic import METRIC as SEMANTIC_METRIC
+from recourse.benchmark.semantic import REFERENCE as TEACHER
+from recourse.benchmark.semantic import RegisteredFamily
 from recourse.benchmark.tasks import ANALYSIS, LEGACY_ANALYSIS
 
 PRIMARY_GROUP = "all"
-# a claim's correction family and the correction it is read by
-CORRECTIONS = {"primary": "holm", "secondary": "bh"}
+# a claim's correction family and the correction it is read by; "registered" only where the
+# run's settings carry a registered primary family
+CORRECTIONS = {"registered": "holm", "primary": "holm", "secondary": "bh"}
 
 
 @dataclass(frozen=True)
@@ -58,7 +70,9 @@ class Claim:
     corrected_high: float = float("nan")
     kind: str = "difference"  # or "equivalence": TOST of |difference| < margin against a floor row
     margin: float = float("nan")  # an equivalence claim's margin
-    correction_family: str = ""  # "primary" (Holm) or "secondary" (BH); "": the committed runs' one family
+    # "primary" (Holm) or "secondary" (BH), "registered" (Holm) where the run registered its primary
+    # family; "": the committed runs' one family
+    correction_family: str = ""
 
     def holds(self, alpha: float = 0.05, correction: str | None = None) -> bool:
         """Whether the adjusted p is below ``alpha``: by ``correction`` where given, else by the
@@ -160,33 +174,96 @@ def _position(family: str, order: list[str]) -> int:
     return order.index(family) if family in order else len(order)
 
 
+def semantic_candidates(families: list[FamilyRow]) -> list[Candidate]:
+    """Each family's semantic validity against the teacher (:mod:`recourse.benchmark.semantic`):
+    the difference and its TOST, on all the judged tasks; none for a family without judged tasks."""
+    found = []
+    for family in families:
+        test = family.semantic.get(TEACHER) if family.semantic else None
+        if not test:
+            continue
+        low, high = test["interval"]
+        found.append(Candidate(family.family, TEACHER, PRIMARY_GROUP, SEMANTIC_METRIC, "difference",
+                               _number(test["difference"]), _number(low), _number(high), _number(test["p"]),
+                               _number(test.get("se")), _df(test.get("df")), degenerate=bool(test.get("degenerate"))))
+        tost = test["equivalence"]
+        low, high = tost["interval_90"]
+        found.append(Candidate(family.family, TEACHER, PRIMARY_GROUP, SEMANTIC_METRIC, "equivalence",
+                               _number(tost["estimate"]), _number(low), _number(high), _number(tost["p"]),
+                               _number(tost["standard_error"]), _df(tost.get("df")), _number(tost["margin"])))
+    return found
+
+
+def registered_candidates(families: list[FamilyRow], registered: RegisteredFamily) -> list[Candidate]:
+    """The registered family's claims in the file's order, each from its row's semantic test; a
+    row the run lacks (or one without judged tasks) gives a claim whose numbers are undefined."""
+    tested = {c.key(): c for c in semantic_candidates(families)}
+    found = []
+    for claim in registered.claims:
+        margin = registered.equivalence_margin if claim.kind == "equivalence" else math.nan
+        nan = math.nan
+        found.append(tested.get((claim.kind, claim.row, claim.reference, PRIMARY_GROUP, claim.metric))
+                     or Candidate(claim.row, claim.reference, PRIMARY_GROUP, claim.metric, claim.kind, nan, nan, nan,
+                                  nan, nan, math.inf, margin))
+    return found
+
+
+def missing_claims(found: list[Claim], registered: RegisteredFamily | None) -> list[Claim]:
+    """The registered claims a run could not test (its row is absent or was judged on no task)."""
+    if registered is None:
+        return []
+    return [c for c in found if c.correction_family == "registered" and c.p != c.p]
+
+
 def dropped_claims(families: list[FamilyRow]) -> list[Dropped]:
     """The tests of a record that are not claims, each with why."""
     return selected(candidates(families), [f.family for f in families])[1]
 
 
-def claims(families: list[FamilyRow], alpha: float = 0.05, analysis: str = ANALYSIS) -> list[Claim]:
+def claims(families: list[FamilyRow], alpha: float = 0.05, analysis: str = ANALYSIS,
+           registered: RegisteredFamily | None = None) -> list[Claim]:
     """The family of claims of ``families`` under ``analysis``: for new runs, the tests that are
     claims (module docstring), corrected within their correction family, each with its
-    Bonferroni interval at family-wise level ``1 − alpha``; for the committed runs,
+    Bonferroni interval at family-wise level ``1 − alpha``; with ``registered``, its claims first
+    (the family ``registered``), then every other claim as ``secondary``; for the committed runs,
     :func:`legacy_claims`."""
     if analysis == LEGACY_ANALYSIS:
         return legacy_claims(families, alpha)
     kept, _ = selected(candidates(families), [f.family for f in families])
-    result: list[Claim | None] = [None] * len(kept)
+    entries = [(c, _correction_family(c, registered)) for c in kept]
+    if registered is not None:
+        ours = registered_candidates(families, registered)
+        taken = {c.key() for c in ours}
+        # the file's claims are the registered family, whatever the rules above would say of them;
+        # the other rows' semantic tests are secondary claims like every other number of the run
+        others, _ = selected([c for c in semantic_candidates(families) if c.key() not in taken], [])
+        entries = [(c, "registered") for c in ours] + entries + [(c, "secondary") for c in others]
+    result: list[Claim | None] = [None] * len(entries)
     for name in CORRECTIONS:
-        members = [i for i, c in enumerate(kept) if _correction_family(c) == name]
-        p_values = [kept[i].p for i in members]
-        tested = max(sum(1 for p in p_values if p == p), 1)
-        for i, h, q in zip(members, stats.holm(p_values), stats.benjamini_hochberg(p_values)):
-            c = kept[i]
-            low, high = _corrected(c, alpha / tested)
+        members = [i for i, (_, family) in enumerate(entries) if family == name]
+        p_values = [entries[i][0].p for i in members]
+        if name == "registered" and registered is not None:
+            # Holm over exactly the registered claims: one the run could not test counts as p = 1
+            # in m (and keeps its undefined p), so that a missing row makes no other claim easier
+            holm = [h if p == p else math.nan for p, h in zip(p_values, stats.holm([p if p == p else 1.0
+                                                                                   for p in p_values]))]
+            bh = [q if p == p else math.nan for p, q in zip(p_values, stats.benjamini_hochberg(
+                [p if p == p else 1.0 for p in p_values]))]
+            tested, level = max(len(p_values), 1), registered.alpha
+        else:
+            holm, bh = stats.holm(p_values), stats.benjamini_hochberg(p_values)
+            tested, level = max(sum(1 for p in p_values if p == p), 1), alpha
+        for i, h, q in zip(members, holm, bh):
+            c = entries[i][0]
+            low, high = _corrected(c, level / tested)
             result[i] = Claim(c.family, c.reference, c.group, c.metric, c.difference, c.low, c.high, c.p, h, q,
                               low, high, c.kind, c.margin, name)
     return [claim for claim in result if claim is not None]
 
 
-def _correction_family(c: Candidate) -> str:
+def _correction_family(c: Candidate, registered: RegisteredFamily | None = None) -> str:
+    if registered is not None:  # the registered family is the primary one: every other claim is secondary
+        return "secondary"
     return "primary" if c.group == PRIMARY_GROUP else "secondary"
 
 

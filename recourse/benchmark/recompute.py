@@ -48,9 +48,11 @@ def recompute(result: BenchmarkResult, saved: SavedColumns) -> Recomputed:
     if absent:
         raise ValueError(f"the columns file lacks the rows {', '.join(absent)}")
     attributes = list(saved.attributes)
-    rows = {row.method: row_recourse(row.method, saved.rows, attributes, settings) for row in students}
-    families = tuple(columns_family_rows(list(result.rows), saved.rows, attributes, settings))
-    return Recomputed(rows, families, tuple(claims(list(families), analysis=analysis)), analysis)
+    rows = {row.method: row_recourse(row.method, saved.rows, attributes, settings, saved.semantic)
+            for row in students}
+    families = tuple(columns_family_rows(list(result.rows), saved.rows, attributes, settings, saved.semantic))
+    found = claims(list(families), analysis=analysis, registered=settings.primary_family)
+    return Recomputed(rows, families, tuple(found), analysis)
 
 
 def differences(result: BenchmarkResult, again: Recomputed, tolerance: float = TOLERANCE) -> list[str]:

@@ -21,6 +21,9 @@ import recourse.benchmark.statistics as stats
 from recourse.benchmark.bootstrap import PairedTest, bootstrap_intervals, paired_tests, seed_bootstrap
 from recourse.benchmark.comparison import compare_families
 from recourse.benchmark.proportions import proportion_counts, proportion_intervals, score_intervals
+from recourse.benchmark.semantic import (
+    EQUIVALENCE_MARGIN, SemanticColumns, family_semantic, row_semantic, semantic_columns, teacher_semantic,
+)
 from recourse.benchmark.tasks import FP32, LEGACY_ANALYSIS, BenchmarkSettings, record_columns
 from recourse.benchmark.terms import (
     PROPORTIONS, RECOURSE_METRICS, direction_values, mean_of, paired_difference, sd_of, summary_dict, summary_values,
@@ -31,6 +34,9 @@ from recourse.paired import RecourseColumns, Student
 
 NOISE_CONTROL = "fp32-noise"  # the noise draws' family: fp32-noise, fp32-noise-s1, ...
 REFERENCE_PREFIX = "fp32-ref-"  # a second full-precision classifier's row: fp32-ref-<its folder>
+# Every reference classifier's row in one family, its folders read as seeds (the bottom floor,
+# recourse.benchmark.floors); the committed runs recorded each row as its own family.
+REFERENCE_FAMILY = "fp32-ref"
 GROUPS = ("all", "seen", "held_out")
 # Paired comparisons, family against family: the 4-bit post-training baselines, and
 # cfq-qat's no-recourse twin (same calibration and bits), which isolates the recourse term.
@@ -38,7 +44,10 @@ PAIRED_REFERENCES = ("ptq-int4", "ptq-int4-ends8", "cfq-qat-norecourse")
 
 
 def family_of(variant: str) -> str:
-    """A variant's family: its id without a fine-tuning-seed suffix (``cfq-qat-s2`` → ``cfq-qat``)."""
+    """A variant's family: its id without a fine-tuning-seed suffix (``cfq-qat-s2`` → ``cfq-qat``);
+    every reference classifier's row (``fp32-ref-<folder>``) is of :data:`REFERENCE_FAMILY`."""
+    if variant.startswith(REFERENCE_PREFIX):
+        return REFERENCE_FAMILY
     return re.sub(r"-s\d+$", "", variant)
 
 
@@ -89,6 +98,9 @@ class BenchmarkRow:
     dirsim_moved: float | None = None  # DirSim over B without those
     proportions: dict = field(default_factory=dict)  # {metric: {"count", "n", "wilson": [low, high] in %}}
     paired_score: dict = field(default_factory=dict)  # {reference: {metric: [low, high]}}, Newcombe, in points
+    # Added for issue 37 (recourse.benchmark.semantic); absent where no task was judged:
+    semantic_validity: float | None = None  # % of the judged tasks whose own recourse is valid and seen
+    semantic: dict = field(default_factory=dict)  # {"judged", "teacher", "fp32": the row − teacher test}
 
 
 @dataclass(frozen=True)
@@ -108,10 +120,12 @@ class FamilyRow:
     wilson: dict = field(default_factory=dict)  # {group: {metric: [low, high]}}, at the seeds' mean count, %
     tests: dict = field(default_factory=dict)  # {reference: {group: {metric: {"p", "se", "score_interval"?}}}}
     equivalence: dict = field(default_factory=dict)  # {floor: {group: {metric: Equivalence.to_dict()}}}
+    # Added for issue 37: semantic validity over the judged tasks, the family against the teacher
+    semantic: dict = field(default_factory=dict)  # {"judged", "mean", "sd", "teacher", "fp32": test}
 
 
-NEW_ROW_FIELDS = ("zero_edits", "dirsim_moved", "proportions", "paired_score")
-NEW_FAMILY_FIELDS = ("wilson", "tests", "equivalence")
+NEW_ROW_FIELDS = ("zero_edits", "dirsim_moved", "proportions", "paired_score", "semantic_validity", "semantic")
+NEW_FAMILY_FIELDS = ("wilson", "tests", "equivalence", "semantic")
 
 
 @torch.no_grad()
@@ -173,6 +187,7 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
     teacher_decisions = all_decisions(teacher, images)
     batch1, batch32 = to_float_images(images[:1]), to_float_images(images[:32])
     teacher_valid = sum(r["teacher_valid"] for r in records)
+    teacher_semantic_validity, judged = teacher_semantic(records)
     rows = [BenchmarkRow(
         method=FP32, acc=mean_accuracy(teacher_decisions, labels), vd=None, crg=None, dirsim=None,
         success_rate=100.0 * teacher_valid / len(records), overhead=None,
@@ -180,8 +195,10 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
         latency_batch1_ms=median_latency_ms(teacher, batch1, settings.latency_repeats),
         latency_batch32_ms=median_latency_ms(teacher, batch32, settings.latency_repeats),
         integer_kernels=False, n=len(records), s=teacher_valid, b=0, compression=FP32, family=FP32,
+        semantic_validity=teacher_semantic_validity, semantic={"judged": judged} if judged else {},
     )]
     columns = {name: record_columns(records, name) for name in students}
+    semantic = {name: semantic_columns(records, name) for name in students}
     attributes = [r["attribute"] for r in records]
     int8 = next((f.make_seconds for f in facts.values() if f.method == "ptq-int8"), None)
     for name, student in students.items():
@@ -198,17 +215,18 @@ def benchmark_rows(records: list[dict], teacher: nn.Module, students: dict[str, 
             latency_batch1_ms=median_latency_ms(student.decider, batch1, settings.latency_repeats),
             latency_batch32_ms=median_latency_ms(student.decider, batch32, settings.latency_repeats),
             integer_kernels=fact.integer_kernels, details=fact.details, compression=fact.method,
-            family=family_of(name), **row_recourse(name, columns, attributes, settings),
+            family=family_of(name), **row_recourse(name, columns, attributes, settings, semantic),
         ))
     return rows
 
 
 def row_recourse(name: str, columns: dict[str, RecourseColumns], attributes: list[str],
-                 settings: BenchmarkSettings) -> dict:
+                 settings: BenchmarkSettings, semantic: dict[str, SemanticColumns] | None = None) -> dict:
     """A student row's fields that its per-task columns alone give (the summary, per attribute
     and group, intervals, the shares' counts, and paired differences against the references'
     seed-0 rows), so that a run's saved columns recompute them (``columns``: every student's,
-    in the table's order; ``attributes``: each task's)."""
+    in the table's order; ``attributes``: each task's), and its semantic validity against the
+    teacher's from its judge readings (``semantic``; none: a run before them)."""
     mine = columns[name]
     summary, directions = mine.summary(), direction_values(mine)
     masks = attribute_masks(attributes, settings)
@@ -230,13 +248,21 @@ def row_recourse(name: str, columns: dict[str, RecourseColumns], attributes: lis
         zero_edits=directions["zero_edits"], dirsim_moved=directions["dirsim_moved"],
         proportions=proportion_intervals(mine),
         paired_score={reference: score_intervals([mine], [columns[reference]]) for reference in references},
+        **row_semantic((mine.student_valid, mine.teacher_valid), (semantic or {}).get(name),
+                       settings.bootstrap_samples, settings.task_weights, semantic_margin(settings)),
     )
+
+
+def semantic_margin(settings: BenchmarkSettings) -> float:
+    """The TOST margin of semantic validity against the teacher: the registered family's, else
+    the one it registered (:data:`recourse.benchmark.semantic.EQUIVALENCE_MARGIN`)."""
+    return settings.primary_family.equivalence_margin if settings.primary_family is not None else EQUIVALENCE_MARGIN
 
 
 def is_floor(family: str) -> bool:
     """The rows that measure what any slightly different model gives: the noise control's
     draws and a second full-precision classifier."""
-    return family == NOISE_CONTROL or family.startswith(REFERENCE_PREFIX)
+    return family in (NOISE_CONTROL, REFERENCE_FAMILY) or family.startswith(REFERENCE_PREFIX)
 
 
 def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: BenchmarkSettings) -> list[FamilyRow]:
@@ -246,13 +272,17 @@ def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: Benchma
     their p-values and Newcombe intervals, and TOST against each floor row."""
     records = sorted(records, key=lambda r: r["task"])
     columns = {row.method: record_columns(records, row.method) for row in rows if row.method != FP32}
-    return columns_family_rows(rows, columns, [r["attribute"] for r in records], settings)
+    semantic = {row.method: semantic_columns(records, row.method) for row in rows if row.method != FP32}
+    return columns_family_rows(rows, columns, [r["attribute"] for r in records], settings, semantic)
 
 
 def columns_family_rows(rows: list[BenchmarkRow], columns: dict[str, RecourseColumns], attributes: list[str],
-                        settings: BenchmarkSettings) -> list[FamilyRow]:
+                        settings: BenchmarkSettings,
+                        semantic: dict[str, SemanticColumns] | None = None) -> list[FamilyRow]:
     """:func:`family_rows` from each student row's per-task columns and each task's attribute
-    (what a run saves beside its record, so that its statistics can be recomputed)."""
+    (what a run saves beside its record, so that its statistics can be recomputed), and the
+    family's semantic validity against the teacher's from the rows' judge readings
+    (``semantic``; none: a run before them)."""
     masks = attribute_masks(attributes, settings)
     members: dict[str, list[BenchmarkRow]] = {}
     for row in rows:
@@ -283,8 +313,19 @@ def columns_family_rows(rows: list[BenchmarkRow], columns: dict[str, RecourseCol
             bits_per_weight=mean_of([r.bits_per_weight for r in family_members]),
             acc=(mean_of([r.acc for r in family_members]), sd_of([r.acc for r in family_members])),
             agreement=(mean_of([r.agreement for r in family_members]), sd_of([r.agreement for r in family_members])),
-            metrics=metrics, paired=paired, wilson=wilson, tests=tests, equivalence=equivalence))
+            metrics=metrics, paired=paired, wilson=wilson, tests=tests, equivalence=equivalence,
+            semantic=_family_semantic(family_members, columns, semantic, settings)))
     return result
+
+
+def _family_semantic(members: list[BenchmarkRow], columns: dict[str, RecourseColumns],
+                     semantic: dict[str, SemanticColumns] | None, settings: BenchmarkSettings) -> dict:
+    """A family's semantic validity against the teacher's ({} where its rows were not judged)."""
+    if not semantic or any(row.method not in semantic for row in members):
+        return {}
+    return family_semantic([(columns[r.method].student_valid, columns[r.method].teacher_valid) for r in members],
+                           [semantic[r.method] for r in members], settings.bootstrap_samples,
+                           settings.task_weights, semantic_margin(settings))
 
 
 def _family_summary(seeds: list[RecourseColumns], settings: BenchmarkSettings) -> tuple[dict, dict]:

@@ -20,6 +20,7 @@ from typing import Any
 import torch
 
 from recourse.benchmark.claims import Claim, claims
+from recourse.benchmark.floors import RERUN_FLOOR, RERUN_SEED_OFFSET
 from recourse.benchmark.rows import (
     NEW_FAMILY_FIELDS, NEW_ROW_FIELDS, NOISE_CONTROL, REFERENCE_PREFIX, BenchmarkRow, FamilyRow, VariantFacts,
     benchmark_rows, family_rows, model_decisions,
@@ -64,9 +65,12 @@ class BenchmarkConfig:
     # card, audited against the teacher; quantized ones are also timed against their float
     # original of the same runtime (recourse.benchmark.latency).
     models: tuple[Path, ...] = ()
+    # The top floor of the direction metrics (recourse.benchmark.floors): a row fp32-rerun, the
+    # teacher whose own recourse is made again with fresh noise. Off: the rows of before.
+    rerun_floor: bool = False
 
     def __post_init__(self) -> None:
-        bad = [v for v in self.variants if not isinstance(v, str) or not _VARIANT_ID.match(v) or v == FP32
+        bad = [v for v in self.variants if not isinstance(v, str) or not _VARIANT_ID.match(v) or v in (FP32, RERUN_FLOOR)
                or v.startswith((NOISE_CONTROL, REFERENCE_PREFIX))]
         if bad or not self.variants or len(set(self.variants)) != len(self.variants):
             raise ValueError(f"variants must be distinct folder names of {shown(self.variants_dir)} "
@@ -216,9 +220,25 @@ def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], match
     return controls
 
 
+def rerun_row(teacher: torch.nn.Module, size_bytes: int) -> tuple[Student, VariantFacts]:
+    """The top floor as a student row (``fp32-rerun``): the teacher guides, stops and decides its
+    own recourse, each seed moved by :data:`RERUN_SEED_OFFSET`, so the only thing that differs
+    from the teacher's ``x'_f`` is the generator's noise."""
+    return (Student(RERUN_FLOOR, teacher, teacher, seed_offset=RERUN_SEED_OFFSET),
+            VariantFacts(False, 32.0, 0.0, size_bytes, {"seed_offset": RERUN_SEED_OFFSET}, "control"))
+
+
+def rerun_fingerprint(settings: BenchmarkSettings, teacher_inputs: dict[str, str]) -> str:
+    """The re-run's cache key: the teacher's inputs and its seed offset, so it never shares a key
+    with the teacher's part (whose recourse it repeats with other seeds)."""
+    return settings.fingerprint({**teacher_inputs, RERUN_FLOOR: f"seed_offset={RERUN_SEED_OFFSET}"})
+
+
 def reference_rows(folders: tuple[Path, ...]) -> dict[str, tuple[Student, VariantFacts, str]]:
     """Each other full-precision classifier as a student row (its own float model guides,
-    stops and decides), with the digest of its weights that keys its cached parts."""
+    stops and decides), with the digest of its weights that keys its cached parts. The rows
+    are one family, ``fp32-ref`` (:func:`recourse.benchmark.rows.family_of`): the bottom floor,
+    its folders read as seeds."""
     rows = {}
     for folder in map(Path, folders):
         model = load_classifier(folder)
@@ -386,7 +406,8 @@ def _benchmark_result(config: BenchmarkConfig, state, started: float, records: l
         date=datetime.date.today().isoformat(), command=config.command, split=config.split, n=len(records),
         attributes=settings.attributes, accuracy_images=len(images), processes=state.num_processes,
         seconds=round(time.perf_counter() - started, 1), settings=asdict(settings), rows=tuple(rows),
-        families=tuple(families), claims=tuple(claims(families, analysis=settings.analysis)),
+        families=tuple(families),
+        claims=tuple(claims(families, analysis=settings.analysis, registered=settings.primary_family)),
         latency=tuple(row.to_dict() for row in latency),
         sweep=tuple(sweep_points(sweep, settings.margins, settings.bootstrap_samples)))
 
@@ -414,6 +435,9 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
     fingerprints = _variant_fingerprints(config, teacher_inputs)
     _add_noise_controls(config, state, progress, teacher, images, teacher_bytes, teacher_inputs, students, facts,
                         fingerprints)
+    if config.rerun_floor:
+        students[RERUN_FLOOR], facts[RERUN_FLOOR] = rerun_row(teacher, teacher_bytes)
+        fingerprints[RERUN_FLOOR] = rerun_fingerprint(config.settings, teacher_inputs)
     foreign = _add_other_models(config, generator, teacher_inputs, students, facts, fingerprints)
     records = _gathered_tasks(config, state, progress, images, teacher, students, generator, fingerprints)
     sweep = _gathered_sweep(config, state, progress, images, teacher, students, generator, teacher_inputs)

@@ -5,18 +5,22 @@ One compressed ``.npz`` (``np.savez_compressed``) of plain arrays, read with
 ``allow_pickle=False``: never a pickle, so a file from elsewhere cannot run code. It holds
 each task's id and attribute, the student rows' names in the table's order, and every field of
 :class:`recourse.paired.RecourseColumns` stacked over the rows (``(rows, tasks)``, the partial
-edits ``(rows, tasks, α)``). The record names the file and its SHA-256.
+edits ``(rows, tasks, α)``), and the judges' readings of each row's own recourse and of the
+teacher's (:class:`recourse.benchmark.semantic.SemanticColumns`, as ``semantic_<field>``: issue 37;
+a file written before them has none and reads back without them). The record names the file and
+its SHA-256.
 """
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields
 from pathlib import Path
 
 import numpy as np
 import torch
 
+from recourse.benchmark.semantic import SEMANTIC_FIELDS, SemanticColumns, semantic_columns
 from recourse.benchmark.tasks import record_columns
 from recourse.paired import RecourseColumns
 
@@ -24,7 +28,9 @@ COLUMNS_FILE = "benchmark-columns.npz"
 FORMAT = 1
 _FIELDS = tuple(f.name for f in fields(RecourseColumns))
 _DTYPES = {"target": np.int64, "teacher_valid": np.bool_, "student_accepts_teacher": np.bool_,
-           "student_valid": np.bool_}  # the rest float64
+           "student_valid": np.bool_, "semantic_judged": np.bool_, "semantic_teacher_seen": np.bool_,
+           "semantic_student_seen": np.bool_}  # the rest float64
+_SEMANTIC = tuple(f"semantic_{name}" for name in SEMANTIC_FIELDS)
 
 
 @dataclass(frozen=True)
@@ -34,6 +40,7 @@ class SavedColumns:
     tasks: tuple[int, ...]
     attributes: tuple[str, ...]
     rows: dict[str, RecourseColumns]
+    semantic: dict[str, SemanticColumns] = field(default_factory=dict)  # {} in a file made before them
 
 
 def file_sha256(path: Path) -> str:
@@ -48,7 +55,8 @@ def columns_of_records(records: list[dict], names: list[str]) -> SavedColumns:
     """The columns of the student rows ``names`` from a run's task records."""
     records = sorted(records, key=lambda r: r["task"])
     return SavedColumns(tuple(int(r["task"]) for r in records), tuple(str(r["attribute"]) for r in records),
-                        {name: record_columns(records, name) for name in names})
+                        {name: record_columns(records, name) for name in names},
+                        {name: semantic_columns(records, name) for name in names})
 
 
 def write_columns(path: Path, saved: SavedColumns) -> dict:
@@ -60,6 +68,10 @@ def write_columns(path: Path, saved: SavedColumns) -> dict:
     for name in _FIELDS:
         stacked = [getattr(saved.rows[row], name).numpy() for row in names]
         arrays[name] = np.stack(stacked).astype(_DTYPES.get(name, np.float64)) if stacked else np.zeros((0, 0))
+    if saved.semantic:
+        for name, key in zip(SEMANTIC_FIELDS, _SEMANTIC):
+            stacked = [getattr(saved.semantic[row], name).numpy() for row in names]
+            arrays[key] = np.stack(stacked).astype(_DTYPES.get(key, np.float64)) if stacked else np.zeros((0, 0))
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp.npz")
     np.savez_compressed(temporary, **arrays)
@@ -78,9 +90,17 @@ def read_columns(path: Path) -> SavedColumns:
     if missing or int(arrays["format"]) != FORMAT:
         raise ValueError(f"{path}: not a columns file of format {FORMAT} (missing: {', '.join(missing) or 'none'})")
     names, tasks = [str(n) for n in arrays["rows"]], len(arrays["tasks"])
-    for name in _FIELDS:
+    present = [key for key in _SEMANTIC if key in arrays]
+    if present and len(present) != len(_SEMANTIC):
+        raise ValueError(f"{path}: the judges' readings are incomplete (missing: "
+                         f"{', '.join(k for k in _SEMANTIC if k not in arrays)})")
+    for name in (*_FIELDS, *present):
         if arrays[name].shape[:2] != (len(names), tasks):
             raise ValueError(f"{path}: {name} has shape {arrays[name].shape}, not ({len(names)}, {tasks}, ...)")
     rows = {row: RecourseColumns(**{name: torch.from_numpy(np.ascontiguousarray(arrays[name][k]))
                                     for name in _FIELDS}) for k, row in enumerate(names)}
-    return SavedColumns(tuple(int(t) for t in arrays["tasks"]), tuple(str(a) for a in arrays["attributes"]), rows)
+    semantic = {row: SemanticColumns(**{name: torch.from_numpy(np.ascontiguousarray(arrays[key][k]))
+                                        for name, key in zip(SEMANTIC_FIELDS, _SEMANTIC)})
+                for k, row in enumerate(names)} if present else {}
+    return SavedColumns(tuple(int(t) for t in arrays["tasks"]), tuple(str(a) for a in arrays["attributes"]), rows,
+                        semantic)

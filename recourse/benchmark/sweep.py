@@ -137,3 +137,91 @@ def sweep_points(records: list[dict], margins: tuple[float, ...], samples: int =
                                  teacher_cost=float(cost[valid].mean()) if s else float("nan"), s=s,
                                  students=students, intervals=intervals))
     return points
+
+
+# The sweep read as curves (docs/metrics.md, "VD as a curve"): over the swept margins, each
+# row's VD, false acceptance at α = 0.75 and signed Δlogit at the teacher's recourse, beside
+# the noise draws' mean and min–max. One margin is a point of a curve that depends on where the
+# table's margin was set; the curve says whether a row stays off the noise band at every margin.
+CURVE_METRICS = ("vd", "fa_75", "logit_lean")
+
+
+@dataclass(frozen=True)
+class SweepCurve:
+    """One row's (or one family's mean) ``metric`` at each swept margin; NaN where undefined
+    (an empty S at that margin)."""
+
+    name: str
+    metric: str
+    margins: tuple[float, ...]
+    values: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class NoiseBand:
+    """The noise draws' ``metric`` at each swept margin: the mean over the draws and their
+    smallest and largest value (NaN where no draw has one)."""
+
+    metric: str
+    draws: tuple[str, ...]
+    margins: tuple[float, ...]
+    mean: tuple[float, ...]
+    low: tuple[float, ...]
+    high: tuple[float, ...]
+
+
+def _value(point: SweepPoint, name: str, metric: str) -> float:
+    """A row's recorded value at a point as a float: JSON's null (undefined) and a missing row are NaN."""
+    value = point.students.get(name, {}).get(metric)
+    return float(value) if value is not None else float("nan")
+
+
+def _swept_rows(points: list[SweepPoint]) -> list[str]:
+    """The rows every point has, in the sweep's order."""
+    return [name for name in (points[0].students if points else ()) if all(name in p.students for p in points)]
+
+
+def noise_draws(points: list[SweepPoint]) -> list[str]:
+    """The noise control's draws the sweep has (``fp32-noise``, ``fp32-noise-s1``, …)."""
+    return [name for name in _swept_rows(points) if family_of(name) == NOISE_CONTROL]
+
+
+def row_curves(points: list[SweepPoint], metric: str) -> list[SweepCurve]:
+    """Every swept row's curve but the noise draws' (drawn as their band), in the sweep's order."""
+    margins = tuple(p.margin for p in points)
+    return [SweepCurve(name, metric, margins, tuple(_value(p, name, metric) for p in points))
+            for name in _swept_rows(points) if family_of(name) != NOISE_CONTROL]
+
+
+def family_curves(points: list[SweepPoint], metric: str) -> list[SweepCurve]:
+    """Each family's curve, the mean over its rows (seeds) at each margin, as the table reports
+    a family; the noise draws left out (their band)."""
+    members: dict[str, list[str]] = {}
+    for curve in row_curves(points, metric):
+        members.setdefault(family_of(curve.name), []).append(curve.name)
+    margins = tuple(p.margin for p in points)
+    return [SweepCurve(family, metric, margins, tuple(_mean([_value(p, name, metric) for name in names])
+                                                      for p in points))
+            for family, names in members.items()]
+
+
+def noise_band(points: list[SweepPoint], metric: str) -> NoiseBand | None:
+    """The noise draws' mean and min–max at each margin; None where the sweep has no draw."""
+    draws = noise_draws(points)
+    if not draws:
+        return None
+    values = [[v for v in (_value(p, name, metric) for name in draws) if v == v] for p in points]
+    return NoiseBand(metric, tuple(draws), tuple(p.margin for p in points), tuple(_mean(v) for v in values),
+                     tuple(min(v) if v else float("nan") for v in values),
+                     tuple(max(v) if v else float("nan") for v in values))
+
+
+def has_noise_spread(points: list[SweepPoint]) -> bool:
+    """Whether the sweep's curves have a band to be read against: two noise draws or more (new
+    runs make three). The committed cone-walk runs made one and keep their sweep table alone."""
+    return len(noise_draws(points)) >= 2
+
+
+def _mean(values: list[float]) -> float:
+    finite = [v for v in values if v == v]
+    return sum(finite) / len(finite) if finite else float("nan")

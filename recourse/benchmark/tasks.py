@@ -14,13 +14,16 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
 import torch
 from torch import nn
 
+from recourse.benchmark.semantic import JudgeReadings, RegisteredFamily, is_judged, judge_counterfactuals
 from recourse.caches import CacheMismatch, check_fields, discard, json_digest, read_tensors, write_tensors
 from recourse.data import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import CounterfactualConfig, FaceGenerator, generate
@@ -76,6 +79,10 @@ class BenchmarkSettings:
     # TOST margins of "on the noise floor" (stated before the run; docs/metrics.md); empty: no test
     equivalence_margins: tuple[tuple[str, float], ...] = EQUIVALENCE_MARGINS
     analysis: str = ANALYSIS  # how families are compared and claims counted (ANALYSES); no chunk depends on it
+    # The registered primary family (issue 37: recourse.benchmark.semantic), read from its file
+    # before the run: its claims are corrected by Holm over exactly themselves and every other
+    # claim is secondary. None: the families of before. No chunk depends on it.
+    primary_family: RegisteredFamily | None = None
 
     def __post_init__(self) -> None:
         check_int("n", self.n, 1, 1_000_000)  # CelebA has 202,599 photos
@@ -117,6 +124,8 @@ class BenchmarkSettings:
                              f"got {self.equivalence_margins!r}")
         if self.analysis not in ANALYSES:
             raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}, got {self.analysis!r}")
+        if self.primary_family is not None and not isinstance(self.primary_family, RegisteredFamily):
+            raise ValueError(f"primary_family must be a RegisteredFamily, got {type(self.primary_family).__name__}")
 
     @classmethod
     def from_record(cls, recorded: dict) -> "BenchmarkSettings":
@@ -131,6 +140,8 @@ class BenchmarkSettings:
         for name in ("attributes", "seen_attributes", "margins"):
             values[name] = tuple(values[name])
         values["equivalence_margins"] = tuple((str(m), float(v)) for m, v in values["equivalence_margins"])
+        if values.get("primary_family") is not None:
+            values["primary_family"] = RegisteredFamily.from_dict(values["primary_family"])
         return cls(**values)
 
     def student_inputs(self) -> dict[str, str]:
@@ -147,7 +158,7 @@ class BenchmarkSettings:
                    # a student's stop keys its own part (student_inputs); the noise draws key
                    # theirs by their details; the rest only changes the table, not a chunk
                    "student_stop", "noise_draws", "noise_match_split", "seed_level", "task_weights",
-                   "equivalence_margins", "analysis")
+                   "equivalence_margins", "analysis", "primary_family")
         settings = {k: v for k, v in asdict(self).items() if k not in ignored}
         text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -181,8 +192,9 @@ def _seeds(settings: BenchmarkSettings, first_task: int, rows: list[int]) -> tup
 
 def teacher_part(images: torch.Tensor, first_task: int, teacher: nn.Module, settings: BenchmarkSettings,
                  generator: FaceGenerator | None) -> dict[str, torch.Tensor]:
-    """Targets, teacher counterfactuals ``x'_f``, their validity and cost, and the teacher's
-    logit at ``x'_f`` and at the partial edits, for one chunk."""
+    """Targets, teacher counterfactuals ``x'_f``, their validity and cost, the teacher's logit at
+    ``x'_f`` and at the partial edits, and the judges' readings of ``x'_f`` (:func:`teacher_readings`),
+    for one chunk."""
     counterfactuals = torch.empty_like(images)
     target, valid, cost, logit = (torch.zeros(len(images)) for _ in range(4))
     partial = torch.zeros(len(images), len(PARTIAL_FRACTIONS))
@@ -193,28 +205,71 @@ def teacher_part(images: torch.Tensor, first_task: int, teacher: nn.Module, sett
         counterfactuals[rows], target[rows] = result.images, chosen.float()
         valid[rows], cost[rows] = result.valid.float(), result.cost.float()
         logit[rows], partial[rows] = boundary_logits(teacher, images[rows], result.images, attribute)
-    return {"counterfactuals": counterfactuals, "target": target, "valid": valid, "cost": cost, "logit": logit,
+    part = {"counterfactuals": counterfactuals, "target": target, "valid": valid, "cost": cost, "logit": logit,
             "partial": partial}
+    return {**part, **teacher_readings(images, first_task, part, settings)}
+
+
+def teacher_readings(images: torch.Tensor, first_task: int, part: dict[str, torch.Tensor],
+                     settings: BenchmarkSettings) -> dict[str, torch.Tensor]:
+    """The judges' readings of a chunk's teacher counterfactuals ``part["counterfactuals"]``
+    (:mod:`recourse.benchmark.semantic`), float64 ``(N,)`` each: the judge's score of ``x``
+    (``judge_face``, which the students' readings reuse) and of ``x'_f``, seen (1 or 0) and the
+    shift; NaN on the tasks whose attribute has no judge, which are not scored at all."""
+    face, score, seen, shift = (torch.full((len(images),), math.nan, dtype=torch.float64) for _ in range(4))
+    for attribute, rows in attribute_groups(first_task, len(images), settings):
+        read = judge_counterfactuals(images[rows], part["counterfactuals"][rows], attribute,
+                                     part["target"][rows].long())
+        if read is not None:
+            for column, values in ((face, read.before), (score, read.score), (seen, read.seen), (shift, read.shift)):
+                column[rows] = torch.as_tensor(np.asarray(values, np.float64))
+    return {"judge_face": face, "judge_score": score, "judge_seen": seen, "judge_shift": shift}
 
 
 def student_part(images: torch.Tensor, first_task: int, teacher: dict[str, torch.Tensor], student: Student,
-                 settings: BenchmarkSettings, generator: FaceGenerator | None) -> list[dict]:
-    """The student's own recourse (same seeds) and its view of the teacher's, per task."""
+                 settings: BenchmarkSettings, generator: FaceGenerator | None,
+                 earlier: list[dict] | None = None) -> list[dict]:
+    """The student's own recourse (same seeds), its view of the teacher's, and the judge's
+    readings of its own recourse (None where the attribute has no judge), per task. ``earlier``:
+    this part as made before the judges were read; its tasks without a judge are kept as they
+    are (there is nothing to read) and only the others are made again."""
     records: list[dict] = [{} for _ in range(len(images))]
     for attribute, rows in attribute_groups(first_task, len(images), settings):
+        if earlier is not None and not is_judged(attribute, images.shape[-1]):
+            for k in rows:
+                records[k] = {**earlier[k], **_judge_record(None, 0)}
+            continue
         result = student_recourse(images[rows], attribute, teacher["target"][rows].long(),
                                   teacher["counterfactuals"][rows], student, settings.counterfactual, generator,
                                   _seeds(settings, first_task, rows),
                                   # the committed runs stopped on the twin (student_stop "twin"); new
                                   # runs stop where validity is scored, as the audit does
                                   stop_on_decider=settings.student_stop == "decider")
+        # the judge's score of x is the teacher part's where it has one (read once for every row)
+        read = judge_counterfactuals(images[rows], result.counterfactuals, attribute, teacher["target"][rows].long(),
+                                     before=teacher["judge_face"][rows].numpy() if "judge_face" in teacher else None)
         for position, k in enumerate(rows):
             records[k] = {"accepts_teacher": bool(result.accepts_teacher[position]),
                           "valid": bool(result.valid[position]), "cost": float(result.cost[position]),
                           "cosine": float(result.cosine[position]),
                           "logit": float(result.logit_on_teacher[position]),
-                          "partial": [float(v) for v in result.partial_on_teacher[position]]}
+                          "partial": [float(v) for v in result.partial_on_teacher[position]],
+                          **_judge_record(read, position)}
     return records
+
+
+def _judge_record(read: JudgeReadings | None, position: int) -> dict:
+    """A task's judge readings as a student record keeps them (JSON: None where there is no judge,
+    and for the score and shift where the judge found no face)."""
+    if read is None:
+        return {"judge_score": None, "judge_seen": None, "judge_shift": None}
+    return {"judge_score": _finite_or_none(read.score[position]), "judge_seen": bool(read.seen[position]),
+            "judge_shift": _finite_or_none(read.shift[position])}
+
+
+def _finite_or_none(value: float) -> float | None:
+    value = float(value)
+    return value if math.isfinite(value) else None
 
 
 def cached_teacher_part(x: torch.Tensor, start: int, teacher: nn.Module, settings: BenchmarkSettings,
@@ -227,6 +282,10 @@ def cached_teacher_part(x: torch.Tensor, start: int, teacher: nn.Module, setting
     if part is None:
         part = teacher_part(x, start, teacher, settings, generator)
         cache_dir.mkdir(parents=True, exist_ok=True)
+        write_tensors(path, part, fields)
+    elif not _JUDGE_KEYS <= set(part):
+        # made before the judges were read (issue 37): its counterfactuals are read, none is made again
+        part = {**part, **teacher_readings(x, start, part, settings)}
         write_tensors(path, part, fields)
     return part
 
@@ -247,7 +306,7 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
         chunk = [{"task": start + k, "attribute": a, "target": int(fp32["target"][k]),
                   "teacher_valid": bool(fp32["valid"][k]), "teacher_cost": float(fp32["cost"][k]),
                   "teacher_logit": float(fp32["logit"][k]), "teacher_partial": [float(v) for v in fp32["partial"][k]],
-                  "students": {}}
+                  **_teacher_judge_record(fp32, k), "students": {}}
                  for a, rows in attribute_groups(start, stop - start, settings) for k in rows]
         chunk.sort(key=lambda r: r["task"])
         for method, student in students.items():
@@ -255,8 +314,9 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
             fields = {"method": method, "tasks": stop - start, "first_task": start,
                       "fingerprint": fingerprints[method]}
             part = _cached_student_part(path, fields)
-            if part is None:
-                part = student_part(x, start, fp32, student, settings, generator)
+            if part is None or not all(_JUDGE_RECORD_KEYS <= set(r) for r in part):
+                # none, or one made before the judges were read (issue 37): made, or completed
+                part = student_part(x, start, fp32, student, settings, generator, earlier=part)
                 path.with_suffix(".tmp").write_text(json.dumps({**fields, "sha256": json_digest(part), "records": part}))
                 path.with_suffix(".tmp").replace(path)
             for record, values in zip(chunk, part):
@@ -267,11 +327,24 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
     return records
 
 
+def _teacher_judge_record(part: dict[str, torch.Tensor], k: int) -> dict:
+    """Task ``k``'s teacher readings as a task record keeps them (None where not judged)."""
+    seen = float(part["judge_seen"][k])
+    return {"teacher_judge_seen": None if math.isnan(seen) else bool(seen),
+            "teacher_judge_score": _finite_or_none(part["judge_score"][k]),
+            "teacher_judge_shift": _finite_or_none(part["judge_shift"][k])}
+
+
 # Cached parts are checked before use: a part whose key, task count or checksum does not
 # match (edited, truncated, copied from another run, an older format) is recomputed.
 _TEACHER_KEYS = {"counterfactuals", "target", "valid", "cost", "logit", "partial"}
 _STUDENT_TYPES = {"accepts_teacher": bool, "valid": bool, "cost": float, "cosine": float, "logit": float,
                   "partial": list}
+# The judges' readings (issue 37). A part made before them has none of these and is completed:
+# the teacher's by reading its cached counterfactuals, a student's by making its judged tasks again.
+_JUDGE_KEYS = {"judge_face", "judge_score", "judge_seen", "judge_shift"}
+_JUDGE_RECORD_TYPES = {"judge_score": float, "judge_seen": bool, "judge_shift": float}  # or None
+_JUDGE_RECORD_KEYS = set(_JUDGE_RECORD_TYPES)
 
 
 def _cached_teacher_part(path: Path, fields: dict, shape: tuple[int, ...]) -> dict[str, torch.Tensor] | None:
@@ -279,9 +352,10 @@ def _cached_teacher_part(path: Path, fields: dict, shape: tuple[int, ...]) -> di
         return None
     try:
         part, _ = read_tensors(path, fields)
-        if set(part) != _TEACHER_KEYS or tuple(part["counterfactuals"].shape) != shape or \
+        if set(part) not in (_TEACHER_KEYS, _TEACHER_KEYS | _JUDGE_KEYS) or \
+                tuple(part["counterfactuals"].shape) != shape or \
                 tuple(part["partial"].shape) != (shape[0], len(PARTIAL_FRACTIONS)) or \
-                any(tuple(part[k].shape) != shape[:1] for k in _TEACHER_KEYS - {"counterfactuals", "partial"}):
+                any(tuple(part[k].shape) != shape[:1] for k in set(part) - {"counterfactuals", "partial"}):
             raise CacheMismatch("its tensors are not a teacher part of this chunk")
         return part
     except CacheMismatch as error:
@@ -304,8 +378,10 @@ def _cached_student_part(path: Path, fields: dict) -> list[dict] | None:
         if not isinstance(records, list) or json_digest(records) != stored.get("sha256"):
             raise CacheMismatch("its content does not match its checksum")
         if len(records) != fields["tasks"] or not all(
-                isinstance(r, dict) and set(r) == set(_STUDENT_TYPES)
+                isinstance(r, dict) and set(r) in (set(_STUDENT_TYPES), set(_STUDENT_TYPES) | _JUDGE_RECORD_KEYS)
                 and all(type(r[k]) is t or (t is float and type(r[k]) is int) for k, t in _STUDENT_TYPES.items())
+                and all(r[k] is None or type(r[k]) is t or (t is float and type(r[k]) is int)
+                        for k, t in _JUDGE_RECORD_TYPES.items() if k in r)
                 and len(r["partial"]) == len(PARTIAL_FRACTIONS)
                 and all(type(v) in (float, int) for v in r["partial"])
                 for r in records):

@@ -56,8 +56,16 @@ def register(commands) -> None:
                        help=f"how families are compared and claims counted: {ANALYSIS} (default; family means in "
                             f"either order, TOST inside the correction families) or {LEGACY_ANALYSIS}, the committed "
                             "runs' (seed k against seed k mod K, every test one family)")
+    bench.add_argument("--primary-family", metavar="FILE",
+                       help="a registered primary family (assets/results/benchmark-primary.json): its claims are "
+                            "read by Holm over exactly themselves and every other claim is secondary (docs/metrics.md)")
     bench.add_argument("--reference-models", nargs="*", default=[],
-                       help="other full-precision classifier folders, each a reference row fp32-ref-<folder>")
+                       help="other full-precision classifier folders (independently retrained seeds), each a "
+                            "reference row fp32-ref-<folder>, together the family fp32-ref: the bottom floor of "
+                            "DirSim and CRG")
+    bench.add_argument("--rerun-floor", action="store_true",
+                       help="add the row fp32-rerun, the classifier's own recourse made again with fresh noise: "
+                            "the top floor of DirSim and CRG (docs/metrics.md)")
     bench.add_argument("--models", nargs="*", default=[],
                        help="model cards (files or folders) of your own models, each a row against the classifier; "
                             "a quantized one is also timed against the float model of the same runtime given here "
@@ -68,6 +76,7 @@ def register(commands) -> None:
 def _benchmark_settings(args: argparse.Namespace):
     """The BenchmarkSettings of a parsed ``benchmark`` command."""
     from recourse.benchmark import BenchmarkSettings
+    from recourse.benchmark.semantic import RegisteredFamily
 
     return BenchmarkSettings(n=args.n, first_task=args.first_task, attributes=tuple(args.attributes),
                              chunk_size=args.chunk_size,
@@ -77,7 +86,9 @@ def _benchmark_settings(args: argparse.Namespace):
                              noise_control=None if args.noise_control == "none" else args.noise_control,
                              student_stop=args.student_stop, noise_draws=args.noise_draws,
                              noise_match_split=None if args.noise_match_split == "tasks" else args.noise_match_split,
-                             seed_level=args.seed_level, task_weights=args.task_weights, analysis=args.analysis)
+                             seed_level=args.seed_level, task_weights=args.task_weights, analysis=args.analysis,
+                             primary_family=RegisteredFamily.from_file(args.primary_family)
+                             if args.primary_family else None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,10 +102,16 @@ def run(args: argparse.Namespace) -> int:
         checkpoint=_model_dir(args, args.checkpoint), variants_dir=Path(args.variants_dir or variants_dir()),
         generator=args.generator, image_cache=_cache(args), command=_command_line(args),
         reference_models=tuple(Path(folder) for folder in args.reference_models),
-        models=tuple(Path(card) for card in args.models))
+        models=tuple(Path(card) for card in args.models), rerun_floor=args.rerun_floor)
     result = run_benchmark(config, stage_bars("task"))
     if result is not None:
         write_markdown(result, config.out)
         print(markdown_table(list(result.rows)))
+        from recourse.benchmark.claims import missing_claims
+
+        missing = missing_claims(list(result.claims), settings.primary_family)
+        if missing:  # registered before the run: a row it lacks is said, never dropped
+            print(f"{len(missing)} registered claims could not be tested (no such row, or no judged task): "
+                  + ", ".join(f"{c.family} {c.kind}" for c in missing))
         print(f"wrote {config.out / 'benchmark.json'} and {config.out / 'benchmark.md'} in {result.seconds:.0f} s")
     return 0

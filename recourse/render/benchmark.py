@@ -9,6 +9,8 @@ from recourse.benchmark.rows import PAIRED_REFERENCES, BenchmarkRow, FamilyRow
 from recourse.benchmark.sweep import SweepPoint
 from recourse.benchmark.run import BenchmarkResult
 from recourse.benchmark.tasks import FP32
+from recourse.render.floors import floors_section
+from recourse.render.sweep_curves import curves_section
 
 
 def _number(value: float | None, digits: int = 2, suffix: str = "") -> str:
@@ -137,6 +139,16 @@ def sweep_table(sweep: list[SweepPoint], names: list[str]) -> str:
     return "\n".join(lines)
 
 
+def first_of_each_family(rows: list[BenchmarkRow]) -> list[str]:
+    """The sweep table's rows: each family's first (its seed 0; the first reference folder of
+    ``fp32-ref``, whose rows are all named apart from their family)."""
+    first: dict[str, str] = {}
+    for row in rows:
+        if row.method != FP32:
+            first.setdefault(row.family, row.method)
+    return list(first.values())
+
+
 def _sweep_interval(point: SweepPoint, name: str) -> str:
     bounds = point.intervals.get(name, {}).get("vd")
     return f" {_interval(bounds, 1)}" if bounds else ""
@@ -173,6 +185,9 @@ def markdown_report(result: BenchmarkResult) -> str:
     parts = [heading(result), markdown_table(rows),
              f"Uncertainty (percentile bootstrap over tasks, {result.settings.get('bootstrap_samples', 1000)} "
              f"resamples):\n\n{intervals_table(rows)}"]
+    floors = floors_section(rows, families)  # nothing for a run without both floors
+    if floors:
+        parts.append(floors)
     if result.latency:
         parts.append("Latency of each quantized model card against its float original, same run:\n\n"
                      + latency_table(list(result.latency)))
@@ -196,9 +211,12 @@ def markdown_report(result: BenchmarkResult) -> str:
                 parts.append(f"Paired with {reference} on shared tasks (95% bootstrap intervals):\n\n"
                              + paired_table(rows, reference))
     if result.sweep:
-        names = [row.method for row in rows if row.method != FP32 and row.method == row.family]
+        names = first_of_each_family(rows)
         parts.append("Margin sweep (the teacher's recourse made to each margin; VD % [95% interval over tasks, where recorded] / FA¾ % of each model):\n\n"
                      + sweep_table(list(result.sweep), names))
+        curves = curves_section(list(result.sweep))  # nothing for a sweep of fewer than two noise draws
+        if curves:
+            parts.append(curves)
     parts.append(f"Per attribute (VD % / CRG / DirSim %):\n\n{per_attribute_table(rows)}")
     return "\n\n".join(parts) + "\n"
 

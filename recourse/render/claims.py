@@ -13,7 +13,8 @@ from recourse.benchmark.rows import FamilyRow, is_floor
 from recourse.benchmark.run import BenchmarkResult
 
 _NAMES = {"vd": "VD", "fa_50": "FA½", "fa_75": "FA¾", "logit_gap": "|Δlogit|", "logit_lean": "lean", "crg": "CRG",
-          "dirsim": "DirSim", "dirsim_moved": "DirSim (moved)", "zero_edits": "zero-length %"}
+          "dirsim": "DirSim", "dirsim_moved": "DirSim (moved)", "zero_edits": "zero-length %",
+          "semantic_validity": "semantic validity %"}
 # a correction's name and the error it controls
 _CORRECTION_NAMES = {"holm": ("Holm", "family-wise error"), "bh": ("Benjamini–Hochberg", "false discovery rate")}
 
@@ -105,6 +106,11 @@ def claims_table(result: BenchmarkResult, group: str | None = "all", alpha: floa
              "where its 90% interval lies within ±margin."]
     for name, members in families.items():
         lines += ["", *_family_table(name, members, group, alpha)]
+    missing = [c for c in result.claims if c.correction_family == "registered" and c.p != c.p]
+    if missing:  # registered before the run: a row it lacks is reported, never dropped
+        lines += ["", f"**Registered claims this run could not test** ({len(missing)}, each counted in Holm's m as "
+                      "p = 1): " + ", ".join(f"{c.family} − {c.reference} {_cell_name(c.metric)} ({c.kind})"
+                                             for c in missing) + "."]
     return "\n".join(lines)
 
 
@@ -155,6 +161,7 @@ def _family_table(name: str, members: list[Claim], group: str | None, alpha: flo
     correction = CORRECTIONS.get(name, "holm")
     title, error = _CORRECTION_NAMES[correction]
     scope = ("every claim on all attributes" if name == "primary"
+             else "registered before the run, over exactly its claims" if name == "registered"
              else "the attribute groups " + ", ".join(dict.fromkeys(c.group for c in members)))
     held = sum(c.holds(alpha) for c in members)
     interval = (f"The family-wise interval is Bonferroni's (each claim at {alpha:g} / {len(members)}): a difference's "

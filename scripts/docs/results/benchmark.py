@@ -5,14 +5,21 @@ from __future__ import annotations
 from recourse.benchmark import BenchmarkResult
 from recourse.cli import reproduction
 from recourse.render.benchmark import (
-    PAIRED_REFERENCES, families_table, family_paired_table, markdown_table, paired_table, sweep_table,
+    PAIRED_REFERENCES, families_table, family_paired_table, first_of_each_family, markdown_table, paired_table,
+    sweep_table,
 )
 from recourse.render.claims import correction_name, held_claims
+from recourse.render.floors import floors_section
+from recourse.render.sweep_curves import curve_charts
 from scripts.docs.results import default_benchmark, files
 
 METRIC_NAMES = {"vd": ("VD", "lower", 1), "fa_75": ("FA¾", "lower", 1), "logit_gap": ("|Δlogit|", "lower", 2),
                 "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
 DIRECTIONS = "dirsim-references-val.json"
+SWEEP_CHARTS = ("The sweep as curves: VD, FA¾ and the signed Δlogit (the student's logit minus the teacher's at x'_f, "
+                "mean over S, positive toward the target) at every swept margin, each family's mean over its seeds "
+                "against the noise draws' mean (dashed) and range (grey); the values: `benchmark.md` beside the "
+                "run's record.")
 CONE_REFERENCE = "benchmark-reference.json"  # the same floor rows with the earlier cone walk (archived)
 
 
@@ -55,6 +62,9 @@ def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
              f"`assets/{name.replace('.json', '.md')}` adds intervals and per-attribute values)", "",
              markdown_table(list(result.rows)), ""]
     families = list(result.families)
+    floors = floors_section(list(result.rows), families)  # a run with both floors only
+    if floors:
+        lines += [floors, ""]
     if families:
         lines += ["Each method over its fine-tuning seeds: mean ± sd across seeds [95% interval, bootstrap over "
                   "seeds and tasks].", "", families_table(families), ""]
@@ -72,10 +82,13 @@ def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
                 lines += [f"Paired with `{reference}` on the same tasks (95% bootstrap intervals over tasks):", "",
                           paired_table(list(result.rows), reference), "", *conclusions(result, reference), ""]
     if result.sweep:
-        names = [row.method for row in result.rows if row.method != "fp32" and row.method == row.family]
+        names = first_of_each_family(list(result.rows))
         lines += ["Margin sweep: the teacher's recourse made to each margin; VD % [95% interval over tasks, where "
                   "recorded] / FA¾ % of each model:", "",
                   sweep_table(list(result.sweep), names), ""]
+        charts = curve_charts(list(result.sweep))  # a sweep of two noise draws or more only
+        if charts:
+            lines += [SWEEP_CHARTS, "", charts, ""]
     return lines
 
 

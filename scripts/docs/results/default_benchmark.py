@@ -14,6 +14,7 @@ from recourse.benchmark import BenchmarkResult
 from recourse.benchmark.rows import NOISE_CONTROL, family_of
 from recourse.benchmark.sweep import NOISE_VD_LIMIT, SweepPoint, chosen_margin, noise_control_vd
 from recourse.render.claims import claims_table, direction_table, equivalence_table, wilson_table
+from recourse.render.sweep_curves import curve_charts
 
 VAL_SWEEP = "val-sweep-denoised.json"
 POWER = "power-26.json"
@@ -60,6 +61,11 @@ def margin_choice(sweep: dict, used: float) -> list[str]:
                   f"the mean of its draws, is at most {NOISE_VD_LIMIT:g}%) picks **margin {margin:g}**"
               + (f" (margin {strict:g} if every draw had to pass)" if strict is not None and strict != margin else "")
               + (". The test run uses it." if used == margin else f". **The test run uses margin {used:g}.**"), ""]
+    charts = curve_charts(points)
+    if charts:
+        lines += ["The same sweep as curves: VD, FA¾ and the signed Δlogit (the student's logit minus the teacher's "
+                  "at x'_f, mean over S, positive toward the target) at every swept margin, each row against the noise "
+                  "draws' mean (dashed) and range (grey):", "", charts, ""]
     return lines
 
 
