@@ -12,6 +12,10 @@ Which tests are claims (new runs, analysis "2026-12-03"):
 - a pair of families that are each other's reference (ptq-int4 and cfq-qat-norecourse, the
   noise draws and a second full-precision classifier) is counted once, with the family earlier
   in the table as the reference: the comparison is the same in either order;
+- a family with a noise floor matched to its own agreement (``settings.matched_noise``,
+  family ``fp32-noise@<variant>``) has its TOST against that floor instead of against the noise
+  control (the claim's ``reference`` names it), and the matched floor has no test of its own
+  (:func:`recourse.benchmark.rows.family_floors`): each claim still counted once;
 - the primary family (Holm, family-wise error) is every claim on all tasks, differences and
   TOST together; the attribute groups (seen, held out) are the secondary family
   (Benjamini–Hochberg, false discovery rate). Both adjusted p-values are given within each
@@ -35,7 +39,7 @@ import math
 from dataclasses import dataclass
 
 import recourse.benchmark.statistics as stats
-from recourse.benchmark.rows import FamilyRow
+from recourse.benchmark.rows import FamilyRow, is_tested
 from recourse.benchmark.semantic import METRIC as SEMANTIC_METRIC
 from recourse.benchmark.semantic import REFERENCE as TEACHER
 from recourse.benchmark.semantic import RegisteredFamily
@@ -176,11 +180,13 @@ def _position(family: str, order: list[str]) -> int:
 
 def semantic_candidates(families: list[FamilyRow]) -> list[Candidate]:
     """Each family's semantic validity against the teacher (:mod:`recourse.benchmark.semantic`):
-    the difference and its TOST, on all the judged tasks; none for a family without judged tasks."""
+    the difference and its TOST, on all the judged tasks; none for a family without judged tasks,
+    nor for a noise floor matched to one variant (the instrument of that variant's TOST only,
+    :func:`recourse.benchmark.rows.family_floors`)."""
     found = []
     for family in families:
         test = family.semantic.get(TEACHER) if family.semantic else None
-        if not test:
+        if not test or not is_tested(family.family):
             continue
         low, high = test["interval"]
         found.append(Candidate(family.family, TEACHER, PRIMARY_GROUP, SEMANTIC_METRIC, "difference",

@@ -33,6 +33,12 @@ from recourse.metrics import agreement, decisions, mean_accuracy, overhead
 from recourse.paired import RecourseColumns, Student
 
 NOISE_CONTROL = "fp32-noise"  # the noise draws' family: fp32-noise, fp32-noise-s1, ...
+# A noise floor matched to one variant's own agreement (BenchmarkSettings.matched_noise): draws
+# fp32-noise@<variant>, fp32-noise-s1@<variant>, ..., the family fp32-noise@<variant>. The draw's
+# index comes before the "@" so that a variant whose own name ends in -sN (a fine-tuning seed,
+# cfq-qat-s2) is never read as a draw; no variant id has an "@" (run._VARIANT_ID).
+MATCHED_NOISE_MARK = "@"
+_MATCHED_NOISE_ROW = re.compile(rf"^{re.escape(NOISE_CONTROL)}(?:-s\d+)?{MATCHED_NOISE_MARK}(?P<variant>.+)$")
 REFERENCE_PREFIX = "fp32-ref-"  # a second full-precision classifier's row: fp32-ref-<its folder>
 # Every reference classifier's row in one family, its folders read as seeds (the bottom floor,
 # recourse.benchmark.floors); the committed runs recorded each row as its own family.
@@ -45,10 +51,33 @@ PAIRED_REFERENCES = ("ptq-int4", "ptq-int4-ends8", "cfq-qat-norecourse")
 
 def family_of(variant: str) -> str:
     """A variant's family: its id without a fine-tuning-seed suffix (``cfq-qat-s2`` → ``cfq-qat``);
-    every reference classifier's row (``fp32-ref-<folder>``) is of :data:`REFERENCE_FAMILY`."""
+    every reference classifier's row (``fp32-ref-<folder>``) is of :data:`REFERENCE_FAMILY`; a
+    matched noise floor's draw (``fp32-noise-s1@ptq-int8``) is of its floor's family
+    (``fp32-noise@ptq-int8``), never of the noise control's (:data:`NOISE_CONTROL`)."""
     if variant.startswith(REFERENCE_PREFIX):
         return REFERENCE_FAMILY
+    matched = matched_to(variant)
+    if matched is not None:
+        return matched_noise_family(matched)
     return re.sub(r"-s\d+$", "", variant)
+
+
+def matched_noise_draw(variant: str, draw: int) -> str:
+    """The row of draw ``draw`` of the noise floor matched to ``variant``'s agreement:
+    ``fp32-noise@<variant>``, then ``fp32-noise-s1@<variant>``, ..."""
+    return f"{NOISE_CONTROL}{f'-s{draw}' if draw else ''}{MATCHED_NOISE_MARK}{variant}"
+
+
+def matched_noise_family(variant: str) -> str:
+    """The family of the noise floor matched to ``variant``'s agreement: ``fp32-noise@<variant>``."""
+    return matched_noise_draw(variant, 0)
+
+
+def matched_to(name: str) -> str | None:
+    """The variant a matched noise floor's row or family (``fp32-noise-s1@ptq-int8``) is matched
+    to (``ptq-int8``); None for any other name, the noise control's draws included."""
+    found = _MATCHED_NOISE_ROW.match(name)
+    return found.group("variant") if found else None
 
 
 @dataclass(frozen=True)
@@ -261,8 +290,36 @@ def semantic_margin(settings: BenchmarkSettings) -> float:
 
 def is_floor(family: str) -> bool:
     """The rows that measure what any slightly different model gives: the noise control's
-    draws and a second full-precision classifier."""
-    return family in (NOISE_CONTROL, REFERENCE_FAMILY) or family.startswith(REFERENCE_PREFIX)
+    draws, a noise floor matched to one variant's agreement and a second full-precision classifier."""
+    return family in (NOISE_CONTROL, REFERENCE_FAMILY) or family.startswith(REFERENCE_PREFIX) or \
+        matched_to(family) is not None
+
+
+def family_floors(family: str, families: list[str]) -> list[str]:
+    """The floor families ``family``'s TOST ("on the noise floor") is read against, in the order
+    of ``families`` (the table's). A family with a noise floor matched to its own agreement
+    (``fp32-noise@<its variant>``) is read against that floor instead of the noise control's,
+    which is matched to another variant's agreement; every other floor (the noise control, the
+    reference classifiers) as before. A matched floor is the instrument of its variant's TOST
+    only: it is tested against nothing (no TOST, no paired difference: :func:`is_tested`), and
+    no other family is read against it."""
+    if matched_to(family) is not None:
+        return []
+    own = [f for f in families if (variant := matched_to(f)) is not None and family_of(variant) == family]
+
+    def reads(floor: str) -> bool:
+        if matched_to(floor) is not None:
+            return floor in own  # another variant's matched floor is not this family's
+        return not (own and floor == NOISE_CONTROL)  # its own matched floor replaces the noise control
+
+    return [f for f in families if f != family and is_floor(f) and reads(f)]
+
+
+def is_tested(family: str) -> bool:
+    """Whether a family carries tests of its own (paired differences, TOST): every family but a
+    matched noise floor (:func:`family_floors`), whose tests against the paired references would
+    only add claims nobody asked to each correction family."""
+    return matched_to(family) is None
 
 
 def family_rows(rows: list[BenchmarkRow], records: list[dict], settings: BenchmarkSettings) -> list[FamilyRow]:
@@ -297,8 +354,9 @@ def columns_family_rows(rows: list[BenchmarkRow], columns: dict[str, RecourseCol
                 continue
             seeds = [columns[row.method].select(mask) for row in family_members]
             metrics[group], wilson[group] = _family_summary(seeds, settings)
-            floors = [f for f in members if is_floor(f) and f != family] if margins else []
-            for reference in dict.fromkeys([r for r in PAIRED_REFERENCES if r in members] + floors):
+            floors = family_floors(family, list(members)) if margins else []
+            references = [r for r in PAIRED_REFERENCES if r in members] if is_tested(family) else []
+            for reference in dict.fromkeys(references + floors):
                 if reference == family:
                     continue
                 theirs = [columns[row.method].select(mask) for row in members[reference]]

@@ -23,7 +23,7 @@ from recourse.benchmark.claims import Claim, claims
 from recourse.benchmark.floors import RERUN_FLOOR, RERUN_SEED_OFFSET
 from recourse.benchmark.rows import (
     NEW_FAMILY_FIELDS, NEW_ROW_FIELDS, NOISE_CONTROL, REFERENCE_PREFIX, BenchmarkRow, FamilyRow, VariantFacts,
-    benchmark_rows, family_rows, model_decisions,
+    benchmark_rows, family_of, family_rows, matched_noise_draw, model_decisions,
 )
 from recourse.benchmark.sweep import SweepPoint, sweep_points, sweep_records
 from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, write_columns
@@ -81,6 +81,11 @@ class BenchmarkConfig:
                              f"{', '.join(map(str, self.reference_models))}")
         if len(set(map(str, self.models))) != len(self.models):
             raise ValueError(f"model cards must be distinct; got {', '.join(map(str, self.models))}")
+        # a family's TOST reads the one matched floor of its family (rows.family_floors)
+        matched = [family_of(v) for v in self.settings.matched_noise if v in self.variants]
+        if len(set(matched)) != len(matched):
+            raise ValueError(f"matched noise floors: at most one variant per family (seeds are one family); got "
+                             f"{', '.join(self.settings.matched_noise)}")
 
 
 def reference_name(folder: Path) -> str:
@@ -196,13 +201,15 @@ def _load_students(config: BenchmarkConfig) -> tuple[dict[str, Student], dict[st
 
 
 def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], matching: torch.Tensor, matched_to: str,
-                   size_bytes: int, draws: int = 1, matching_split: str | None = None
+                   size_bytes: int, draws: int = 1, matching_split: str | None = None, own_floor: bool = False
                    ) -> dict[str, tuple[Student, VariantFacts]]:
     """The teacher with weight noise at ``matched_to``'s agreement with the teacher, as
     student rows: one per noise draw (``fp32-noise``, ``fp32-noise-s1``, ...: a family, so
     the table averages them like fine-tuning seeds), each draw's sigma matched by itself on
     the first :data:`NOISE_MATCH_IMAGES` of ``matching`` (from ``matching_split``; None: the
-    run's own images, as the committed runs did)."""
+    run's own images, as the committed runs did). ``own_floor``: ``matched_to``'s own noise
+    floor (``fp32-noise@<matched_to>``, ``fp32-noise-s1@<matched_to>``, ...;
+    :func:`recourse.benchmark.rows.matched_noise_draw`) rather than the noise control."""
     sample = to_float_images(matching[:NOISE_MATCH_IMAGES])
     with torch.no_grad():
         target = agreement(decisions(teacher(sample)), decisions(students[matched_to].decider(sample)))
@@ -214,7 +221,10 @@ def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], match
                    "matching_images": len(sample)}
         if matching_split is not None:  # the committed runs' details (and so their cache keys) had no split
             details["matching_split"] = matching_split
-        name = NOISE_CONTROL if draw == 0 else f"{NOISE_CONTROL}-s{draw}"
+        if own_floor:
+            name = matched_noise_draw(matched_to, draw)
+        else:
+            name = NOISE_CONTROL if draw == 0 else f"{NOISE_CONTROL}-s{draw}"
         controls[name] = (Student(name, control.model, control.model),
                           VariantFacts(False, 32.0, 0.0, size_bytes, details, "control"))
     return controls
@@ -305,9 +315,13 @@ def _add_noise_controls(config: BenchmarkConfig, state, progress: Progress, teac
                         students: dict[str, Student], facts: dict[str, VariantFacts],
                         fingerprints: dict[str, str]) -> None:
     """The noise controls' rows added to ``students``, ``facts`` and ``fingerprints`` where the
-    settings match them to one of the variants."""
+    settings match them to one of the variants: the noise control, then each matched noise floor
+    (``settings.matched_noise``) of a variant the run has, each keyed by its details (its sigma,
+    the variant it is matched to, its seed). The noise control's own variant gets no second
+    floor: the noise control is matched to its agreement already."""
     settings = config.settings
-    if settings.noise_control not in students:
+    matched = [v for v in settings.matched_noise if v in students and v != settings.noise_control]
+    if settings.noise_control not in students and not matched:
         return
     matching = images
     if settings.noise_match_split is not None:  # faces apart from the tasks: matching sees none of them
@@ -315,8 +329,14 @@ def _add_noise_controls(config: BenchmarkConfig, state, progress: Progress, teac
             matching = torch.as_tensor(load_framed_split(
                 Path(config.data), settings.noise_match_split, teacher.config.resolution, config.image_cache,
                 lambda done, total: progress(f"loading {settings.noise_match_split}", done, total)).images)
-    for name, (control, fact) in noise_controls(teacher, students, matching, settings.noise_control, teacher_bytes,
-                                                settings.noise_draws, settings.noise_match_split).items():
+    controls = {}
+    if settings.noise_control in students:
+        controls.update(noise_controls(teacher, students, matching, settings.noise_control, teacher_bytes,
+                                       settings.noise_draws, settings.noise_match_split))
+    for variant in matched:
+        controls.update(noise_controls(teacher, students, matching, variant, teacher_bytes, settings.noise_draws,
+                                       settings.noise_match_split, own_floor=True))
+    for name, (control, fact) in controls.items():
         students[name], facts[name] = control, fact
         fingerprints[name] = settings.fingerprint(
             {**teacher_inputs, NOISE_CONTROL: json.dumps(fact.details, sort_keys=True)})

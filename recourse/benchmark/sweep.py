@@ -102,7 +102,9 @@ NOISE_VD_LIMIT = 5.0
 
 def noise_control_vd(point: SweepPoint) -> float | None:
     """The noise control's VD (%) at a sweep point: the mean over its draws (``fp32-noise``,
-    ``fp32-noise-s1``, …), as the table reports a family; None where the sweep has none."""
+    ``fp32-noise-s1``, …), as the table reports a family; None where the sweep has none. A noise
+    floor matched to another variant (``fp32-noise@ptq-int8``, a family of its own) is not read:
+    the rule was fixed on the noise control alone."""
     draws = [values["vd"] for name, values in point.students.items() if family_of(name) == NOISE_CONTROL]
     return sum(draws) / len(draws) if draws else None
 
@@ -182,7 +184,8 @@ def _swept_rows(points: list[SweepPoint]) -> list[str]:
 
 
 def noise_draws(points: list[SweepPoint]) -> list[str]:
-    """The noise control's draws the sweep has (``fp32-noise``, ``fp32-noise-s1``, …)."""
+    """The noise control's draws the sweep has (``fp32-noise``, ``fp32-noise-s1``, …); a matched
+    noise floor's draws are a family's curve like any other row's, not the band."""
     return [name for name in _swept_rows(points) if family_of(name) == NOISE_CONTROL]
 
 

@@ -49,7 +49,8 @@ ANALYSIS = "2026-12-03"
 ANALYSES = (LEGACY_ANALYSIS, ANALYSIS)
 # The values of settings a run recorded before they existed (BenchmarkSettings.from_record).
 LEGACY_SETTINGS = {"student_stop": "twin", "noise_draws": 1, "noise_match_split": None, "seed_level": "resample",
-                   "task_weights": "multinomial", "equivalence_margins": (), "analysis": LEGACY_ANALYSIS}
+                   "task_weights": "multinomial", "equivalence_margins": (), "analysis": LEGACY_ANALYSIS,
+                   "matched_noise": ()}
 # the generation settings' likewise: the cone walk, and edits over the whole frame (regions came later)
 LEGACY_COUNTERFACTUAL = {"method": "pca-walk-cone", "region_mask": False}
 
@@ -74,6 +75,12 @@ class BenchmarkSettings:
     student_stop: str = "decider"
     noise_draws: int = 3  # noise controls (fp32-noise, fp32-noise-s1, ...): one family of draws
     noise_match_split: str | None = "val"  # the split the control's sigma is matched on; None: the run's own images
+    # Variants that get a noise floor of their own (issue 37): noise_draws draws matched to that
+    # variant's agreement (rows fp32-noise@<variant>, fp32-noise-s1@<variant>, ...), against which
+    # its TOST is read instead of against the noise control, matched to noise_control's
+    # agreement only. The noise control stays (the sweep's band and margin rule read it alone);
+    # noise_control itself needs none (its floor is the noise control). Empty: none, as before.
+    matched_noise: tuple[str, ...] = ()
     seed_level: str = "parametric"  # "parametric" (s/√k · t_{k−1}) or "resample" (the seeds resampled)
     task_weights: str = "multinomial"  # the task level: "multinomial" (ordinary bootstrap) or "dirichlet" (Bayesian)
     # TOST margins of "on the noise floor" (stated before the run; docs/metrics.md); empty: no test
@@ -113,6 +120,10 @@ class BenchmarkSettings:
         check_int("noise_draws", self.noise_draws, 1, 100)
         if self.noise_match_split not in (None, "train", "val", "test"):
             raise ValueError(f"noise_match_split must be train, val, test or None, got {self.noise_match_split!r}")
+        if not isinstance(self.matched_noise, tuple) or len(self.matched_noise) > 100 or \
+                not all(isinstance(v, str) and v for v in self.matched_noise) or \
+                len(set(self.matched_noise)) != len(self.matched_noise):
+            raise ValueError(f"matched_noise must be a tuple of distinct variant names, got {self.matched_noise!r}")
         if self.seed_level not in SEED_LEVELS:
             raise ValueError(f"seed_level must be one of {', '.join(SEED_LEVELS)}, got {self.seed_level!r}")
         if self.task_weights not in TASK_WEIGHTS:
@@ -132,12 +143,13 @@ class BenchmarkSettings:
         """The settings a ``benchmark.json`` recorded. A setting it does not name did not exist
         when it was made and takes its value of then (:data:`LEGACY_SETTINGS`,
         :data:`LEGACY_COUNTERFACTUAL`), so the committed runs keep meaning what they meant: the
-        cone walk, the twin's stop, one noise draw matched on the run's own images, the seeds
-        resampled, and their statistics read by the pairing of then (``analysis``, so that a
-        recorded command says ``--analysis 2026-12-02`` and gives back the record's numbers)."""
+        cone walk, the twin's stop, one noise draw matched on the run's own images (and no noise
+        floor matched to another variant), the seeds resampled, and their statistics read by the
+        pairing of then (``analysis``, so that a recorded command says ``--analysis 2026-12-02``
+        and gives back the record's numbers)."""
         values = {**LEGACY_SETTINGS, **recorded}
         values["counterfactual"] = CounterfactualConfig(**{**LEGACY_COUNTERFACTUAL, **values.get("counterfactual", {})})
-        for name in ("attributes", "seen_attributes", "margins"):
+        for name in ("attributes", "seen_attributes", "margins", "matched_noise"):
             values[name] = tuple(values[name])
         values["equivalence_margins"] = tuple((str(m), float(v)) for m, v in values["equivalence_margins"])
         if values.get("primary_family") is not None:
@@ -153,12 +165,13 @@ class BenchmarkSettings:
         """Identifies what a cached part was computed with (these settings and ``inputs``).
         What does not change a chunk's content is left out: which tasks and how many (task
         ``i`` is the same in any run that has it, so a run can be extended, cut or shifted),
-        the sweep's margins, the control's choice, the latency repeats and the statistics."""
+        the sweep's margins, the controls' choice (each noise draw keys its own part by its
+        details), the latency repeats and the statistics."""
         ignored = ("n", "first_task", "margins", "noise_control", "latency_repeats", "bootstrap_samples",
                    # a student's stop keys its own part (student_inputs); the noise draws key
                    # theirs by their details; the rest only changes the table, not a chunk
-                   "student_stop", "noise_draws", "noise_match_split", "seed_level", "task_weights",
-                   "equivalence_margins", "analysis", "primary_family")
+                   "student_stop", "noise_draws", "noise_match_split", "matched_noise", "seed_level",
+                   "task_weights", "equivalence_margins", "analysis", "primary_family")
         settings = {k: v for k, v in asdict(self).items() if k not in ignored}
         text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]

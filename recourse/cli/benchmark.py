@@ -45,6 +45,10 @@ def register(commands) -> None:
                        help="where each student's own edit stops: on the model whose decisions are scored (default) "
                             "or on its float twin (the committed runs)")
     bench.add_argument("--noise-draws", type=int, default=3, help="noise controls, one per noise seed (default 3)")
+    bench.add_argument("--matched-noise", nargs="*", default=[], metavar="VARIANT",
+                       help="variants that each get a noise floor of their own: --noise-draws draws matched to that "
+                            "variant's agreement (rows fp32-noise@VARIANT, fp32-noise-s1@VARIANT, ...), against which "
+                            "its TOST is read instead of the noise control's (docs/metrics.md)")
     bench.add_argument("--noise-match-split", choices=("val", "train", "test", "tasks"), default="val",
                        help="faces the noise control's sigma is matched on (default val; 'tasks': the run's own "
                             "images, as the committed runs did)")
@@ -85,6 +89,7 @@ def _benchmark_settings(args: argparse.Namespace):
                              margins=tuple(args.margins),
                              noise_control=None if args.noise_control == "none" else args.noise_control,
                              student_stop=args.student_stop, noise_draws=args.noise_draws,
+                             matched_noise=tuple(args.matched_noise),
                              noise_match_split=None if args.noise_match_split == "tasks" else args.noise_match_split,
                              seed_level=args.seed_level, task_weights=args.task_weights, analysis=args.analysis,
                              primary_family=RegisteredFamily.from_file(args.primary_family)

@@ -45,6 +45,7 @@ METHOD_SETTINGS = {
 BENCHMARK_OPTIONS = {"n": "--tasks", "first_task": "--first-task", "attributes": "--attributes", "margins": "--margins",
                      "noise_control": "--noise-control", "chunk_size": "--chunk-size", "student_stop": "--student-stop",
                      "noise_draws": "--noise-draws", "noise_match_split": "--noise-match-split",
+                     "matched_noise": "--matched-noise",
                      "seed_level": "--seed-level", "task_weights": "--task-weights", "analysis": "--analysis"}
 # Settings benchmark has no option for that a run may lack: the TOST margins only add the
 # equivalence tests to a run made before them; seen_attributes follow --attributes.
