@@ -401,3 +401,18 @@ def test_a_run_reads_each_models_own_recourse_and_recomputes_the_registered_clai
     assert main(["recompute-claims", str(out / "benchmark.json")]) == 0
     assert json.loads((out / "benchmark.json").read_text())["settings"]["primary_family"]["source"] == \
         "registration.json"
+
+
+def test_the_judges_framing_is_the_audits_and_every_entry_point_imports_first(tmp_path):
+    """semantic.py keeps its own copy of the framing to stay out of an import cycle: the copy must
+    agree, and each module must import first in a fresh interpreter (the cycle bites only in one order)."""
+    import subprocess
+    import sys
+
+    from recourse.audit_instruments import JUDGED_RESOLUTION
+    from recourse.benchmark import semantic
+
+    assert semantic.JUDGED_RESOLUTION == JUDGED_RESOLUTION
+    for module in ("recourse.audit", "recourse.instruments.calibration", "recourse.benchmark"):
+        done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
+        assert done.returncode == 0, f"import {module}: {done.stderr[-400:]}"

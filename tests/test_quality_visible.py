@@ -79,3 +79,21 @@ def test_a_second_process_makes_the_chunks_from_the_last_and_the_edits_come_back
     edits, seconds = made_edits(x, None, ["Smiling"], torch.ones(5, 40), config, None, tmp_path, backward=True)["Smiling"]
     assert made == [4, 2, 0]
     assert [float(e[0, 0, 0]) for e in edits] == [0, 1, 2, 3, 4] and len(seconds) == 5
+
+
+def part(attributes, n=300, command="python -m scripts.measurements.quality_visible --attributes x"):
+    return {"command": command, "date": "2026-12-04", "split": "test", "n": n, "stops": {"visible": 10.0},
+            "settings": {"region_mask": True}, "threads": 1, "seconds_this_run": 100.0,
+            "attributes": [{"attribute": a, "stop": s} for a in attributes for s in ("visible", "benchmark")]}
+
+
+def test_parts_of_one_run_merge_keeping_each_command_and_others_are_refused():
+    from scripts.measurements.merge_quality_parts import merged
+
+    record = merged([part(["Smiling"], command="a"), part(["Bangs"], command="b")], "merge")
+    assert [r["attribute"] for r in record["attributes"]] == ["Smiling", "Smiling", "Bangs", "Bangs"]
+    assert record["commands"] == ["a", "b"] and record["command"] == "merge" and record["seconds_this_run"] == 200.0
+    with pytest.raises(ValueError, match="differ in n"):
+        merged([part(["Smiling"]), part(["Bangs"], n=500)], "merge")
+    with pytest.raises(ValueError, match="more than one part: Smiling"):
+        merged([part(["Smiling"]), part(["Smiling"])], "merge")

@@ -31,6 +31,7 @@ import json
 import math
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 import torch
@@ -38,12 +39,17 @@ import torch
 import recourse.benchmark.statistics as stats
 from recourse.benchmark.bootstrap import PairedTest, finite_mean, task_weights_drawn
 from recourse.benchmark.comparison import _score_floor, _seed_variance, welch_test
-from recourse.audit_instruments import JUDGED_RESOLUTION
 from recourse.benchmark.terms import mean_of, sd_of
-from recourse.instruments.calibration import Calibration, seen, shifts
-from recourse.instruments.independent import judge
-from recourse.instruments.readings import calibrations
-from recourse.instruments.set_verdicts import batched_scores
+
+if TYPE_CHECKING:
+    from recourse.instruments.calibration import Calibration
+
+    Calibrated = tuple[tuple[Calibration, bool], ...]
+
+# The instruments are imported where they are used: recourse.instruments.calibration imports
+# recourse.benchmark.statistics, and recourse.audit_instruments imports the instruments, so a
+# module-level import here would close a cycle through recourse.benchmark's __init__ (rows).
+JUDGED_RESOLUTION = 64  # the faces the judges were calibrated on (recourse.audit_instruments'; a test checks)
 
 # the attributes with an independent judge, each read by one judge (the primary one); the others
 # (mouth geometry on Smiling) are secondary
@@ -53,7 +59,6 @@ METRIC = "semantic_validity"
 REFERENCE = "fp32"  # the teacher's row (recourse.benchmark.tasks.FP32), what every row is compared with
 EQUIVALENCE_MARGIN = 10.0  # points of semantic validity: the registered TOST margin
 CLAIM_KINDS = ("difference", "equivalence")
-Calibrated = tuple[tuple[Calibration, bool], ...]
 
 
 # --- a judge's readings of one batch ----------------------------------------------------------
@@ -72,6 +77,8 @@ class JudgeReadings:
 def judge_calibration(attribute: str, calibrated: Calibrated | None = None) -> Calibration | None:
     """The calibration of ``attribute``'s judge (:data:`JUDGED`) among the usable ones trained on
     other faces; None where the attribute has no judge or its judge has no usable calibration."""
+    from recourse.instruments.readings import calibrations
+
     name = JUDGED.get(attribute)
     for calibration, independent in (calibrations() if calibrated is None else calibrated):
         if independent and calibration.judge == name and calibration.attribute == attribute:
@@ -89,6 +96,8 @@ def readings_of_scores(before: np.ndarray, after: np.ndarray, targets: np.ndarra
                        calibration: Calibration) -> JudgeReadings:
     """The readings of counterfactuals scored ``after`` of faces scored ``before``, each toward its
     own target (0 or 1), at ``calibration``'s threshold and class gap."""
+    from recourse.instruments.calibration import seen, shifts
+
     before, after = np.asarray(before, np.float64), np.asarray(after, np.float64)
     targets = np.asarray(targets).astype(int)
     found = np.isfinite(after)
@@ -111,6 +120,9 @@ def judge_counterfactuals(faces: torch.Tensor, counterfactuals: torch.Tensor, at
     is scored."""
     if not is_judged(attribute, faces.shape[-1], calibrated):
         return None
+    from recourse.instruments.independent import judge
+    from recourse.instruments.set_verdicts import batched_scores
+
     calibration = judge_calibration(attribute, calibrated)
     instrument = judge(calibration.judge)
     if before is None:
