@@ -69,9 +69,9 @@ def default_quality_section() -> list[str]:
              "edit ends before, the whole edit: 'reached' says how often it got there). Judges: the independent "
              "ones, pooled over both targets (seen over the judge's ceiling on real faces; shift in units of the "
              "real class gap). FD on the oracle's features against real faces of the target class, beside the "
-             "real-versus-real floor. Seconds: a face's share of its batch of 20 on one thread, with another run "
-             "on the other core (the app's own times: the stability page).", "", "```bash",
-             files.writing(record["command"], files.location(RUN)), "```", "",
+             "real-versus-real floor. Seconds: a face's share of its batch of 20 on one thread while other jobs "
+             "shared the two cores: not a speed figure (the app's own times: the stability page).", "", "```bash",
+             *record.get("commands", ()), files.writing(record["command"], files.location(RUN)), "```", "",
              "| attribute | region | stop | reached % | FR % | FVA % | MNAC | FD (floor) | judges: seen/ceiling, shift "
              "| s / edit |", "|---|---|---|---:|---:|---:|---:|---:|---|---:|"]
     for r in record["attributes"]:
