@@ -28,6 +28,13 @@ def test_the_margin_choice_reads_the_rule_off_the_sweep():
     assert "picks **margin 2**. **The test run uses margin 3.**" in strict
 
 
+def test_a_sweep_where_no_margin_passes_says_so_instead_of_failing():
+    sweep = _sweep((20.0, 18.0, 19.0))
+    sweep["sweep"][2]["students"].update({"fp32-noise": {"vd": 9.0}, "fp32-noise-s1": {"vd": 8.0}})
+    text = "\n".join(results_benchmark.margin_choice(sweep, used=2.0))
+    assert "picks **no margin**: none of the swept margins passes. **The test run uses margin 2.**" in text
+
+
 def test_the_power_choice_says_which_claims_n_tasks_carry():
     power = {"command": "python -m scripts.power …", "alpha": 0.05, "power": 0.8, "family_size": 100,
              "claims": [{"label": "big", "kind": "mean", "effect": -8.0, "assumption": "sd 4", "tasks": 14},

@@ -57,10 +57,15 @@ def margin_choice(sweep: dict, used: float) -> list[str]:
              "|---|" + "---:|" * len(points),
              f"| noise control VD %, mean of {len(draws)} draws | {_cells([noise_control_vd(p) for p in points])} |"]
     lines += [f"| {name} VD % | {_cells([p.students[name]['vd'] for p in points])} |" for name in draws + others]
-    lines += ["", f"The rule fixed in advance (`docs/metrics.md`: the smallest margin at which the noise control's VD, "
-                  f"the mean of its draws, is at most {NOISE_VD_LIMIT:g}%) picks **margin {margin:g}**"
-              + (f" (margin {strict:g} if every draw had to pass)" if strict is not None and strict != margin else "")
-              + (". The test run uses it." if used == margin else f". **The test run uses margin {used:g}.**"), ""]
+    rule = (f"The rule fixed in advance (`docs/metrics.md`: the smallest margin at which the noise control's VD, "
+            f"the mean of its draws, is at most {NOISE_VD_LIMIT:g}%)")
+    if margin is None:  # no swept margin passes: the rule picks none, and the page says so
+        lines += ["", f"{rule} picks **no margin**: none of the swept margins passes. "
+                      f"**The test run uses margin {used:g}.**", ""]
+    else:
+        lines += ["", f"{rule} picks **margin {margin:g}**"
+                  + (f" (margin {strict:g} if every draw had to pass)" if strict is not None and strict != margin else "")
+                  + (". The test run uses it." if used == margin else f". **The test run uses margin {used:g}.**"), ""]
     charts = curve_charts(points)
     if charts:
         lines += ["The same sweep as curves: VD, FA¾ and the signed Δlogit (the student's logit minus the teacher's "
