@@ -23,10 +23,9 @@ import sys
 import time
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from recourse.data import attribute_index, load_split, to_float_images
+from recourse.data import attribute_index, load_split
 from recourse.instruments.calibration import MIN_AUC, calibrate
 from recourse.instruments.independent import CELEBA_JUDGES, JUDGES
 from recourse.instruments.set_verdicts import batched_scores
