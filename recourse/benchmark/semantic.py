@@ -51,6 +51,21 @@ if TYPE_CHECKING:
 # module-level import here would close a cycle through recourse.benchmark's __init__ (rows).
 JUDGED_RESOLUTION = 64  # the faces the judges were calibrated on (recourse.audit_instruments'; a test checks)
 
+
+def calibrations() -> Calibrated:
+    """The judges' calibrations (``recourse.instruments.readings.calibrations``), read when asked."""
+    from recourse.instruments.readings import calibrations as read
+
+    return read()
+
+
+def judge(name: str):
+    """The judge ``name`` (``recourse.instruments.independent.judge``), loaded when asked."""
+    from recourse.instruments.independent import judge as load
+
+    return load(name)
+
+
 # the attributes with an independent judge, each read by one judge (the primary one); the others
 # (mouth geometry on Smiling) are secondary
 JUDGED = {"Smiling": "fer-happy (FER-2013)", "Young": "age-gender (dlib-models)",
@@ -77,8 +92,6 @@ class JudgeReadings:
 def judge_calibration(attribute: str, calibrated: Calibrated | None = None) -> Calibration | None:
     """The calibration of ``attribute``'s judge (:data:`JUDGED`) among the usable ones trained on
     other faces; None where the attribute has no judge or its judge has no usable calibration."""
-    from recourse.instruments.readings import calibrations
-
     name = JUDGED.get(attribute)
     for calibration, independent in (calibrations() if calibrated is None else calibrated):
         if independent and calibration.judge == name and calibration.attribute == attribute:
@@ -120,7 +133,6 @@ def judge_counterfactuals(faces: torch.Tensor, counterfactuals: torch.Tensor, at
     is scored."""
     if not is_judged(attribute, faces.shape[-1], calibrated):
         return None
-    from recourse.instruments.independent import judge
     from recourse.instruments.set_verdicts import batched_scores
 
     calibration = judge_calibration(attribute, calibrated)
