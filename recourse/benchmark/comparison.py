@@ -102,6 +102,19 @@ def _score_floor(interval: list[float]) -> float:
     return (high - low) / (2 * stats.normal_quantile(0.975)) if math.isfinite(high - low) else 0.0
 
 
+def family_test(values: list[list[float]], difference_draws: torch.Tensor,
+                score_interval: list[float] | None = None) -> PairedTest:
+    """Two families' test from their seeds' ``values`` (``[left, right]``) and the task bootstrap's
+    draws of the difference of their means: the draws' variance (where the metric is a share, at
+    least what Newcombe's ``score_interval`` says the tasks can show) plus each side's seed spread."""
+    finite = difference_draws[torch.isfinite(difference_draws)]
+    task_variance = float(finite.var()) if len(finite) > 1 else float("nan")
+    if score_interval is not None and task_variance == task_variance:
+        task_variance = max(task_variance, _score_floor(score_interval) ** 2)
+    return welch_test(mean_of(values[0]) - mean_of(values[1]), task_variance,
+                      _seed_variance(values[0]), _seed_variance(values[1]))
+
+
 def _same_as(metric: str, earlier: tuple[str, ...], terms: list[Terms]) -> str | None:
     """The first of ``earlier`` whose per-task numerators and denominators are ``metric``'s on
     every seed of both sides (and a share where it is one): the same claim twice."""
@@ -129,14 +142,7 @@ def compare_families(left: list[RecourseColumns], right: list[RecourseColumns], 
     for index, metric in enumerate(RECOURSE_METRICS):
         values = [[p[metric] for p in side] for side in point]
         means = [finite_mean(torch.stack([d[metric] for d in side], dim=1)) for side in draws]
-        difference_draws = means[0] - means[1]
-        finite = difference_draws[torch.isfinite(difference_draws)]
-        task_variance = float(finite.var()) if len(finite) > 1 else float("nan")
-        if metric in scores:  # a share: at least what Newcombe's interval says N tasks can show
-            task_variance = max(task_variance, _score_floor(scores[metric]) ** 2) \
-                if task_variance == task_variance else task_variance
-        tests[metric] = welch_test(mean_of(values[0]) - mean_of(values[1]), task_variance,
-                                   _seed_variance(values[0]), _seed_variance(values[1]))
+        tests[metric] = family_test(values, means[0] - means[1], scores.get(metric))
         twin = _same_as(metric, RECOURSE_METRICS[:index], everyone)
         if twin is not None:
             same_as[metric] = twin

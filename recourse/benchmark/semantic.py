@@ -38,7 +38,7 @@ import torch
 
 import recourse.benchmark.statistics as stats
 from recourse.benchmark.bootstrap import PairedTest, finite_mean, task_weights_drawn
-from recourse.benchmark.comparison import _score_floor, _seed_variance, welch_test
+from recourse.benchmark.comparison import family_test
 from recourse.benchmark.terms import mean_of, sd_of
 
 if TYPE_CHECKING:
@@ -253,17 +253,11 @@ def compare_semantic(left: list[torch.Tensor], right: list[torch.Tensor], sample
         per_seed = [(counts @ (100.0 * v.double())) / trials for v in side]
         return finite_mean(torch.stack(per_seed, dim=1))
 
-    draws = rates(left) - rates(right)
-    finite = draws[torch.isfinite(draws)]
-    task_variance = float(finite.var()) if len(finite) > 1 else float("nan")
     tables = [_cells(a, b) for a in left for b in right]
     cells = [sum(t[i] for t in tables) / len(tables) for i in range(4)]
     score = stats.newcombe_paired_interval(*cells).as_list(100.0)
-    if task_variance == task_variance:  # a share: at least what Newcombe's interval says n tasks can show
-        task_variance = max(task_variance, _score_floor(score) ** 2)
     values = [[100.0 * float(v.double().mean()) if tasks else float("nan") for v in side] for side in (left, right)]
-    test = welch_test(mean_of(values[0]) - mean_of(values[1]), task_variance,
-                      _seed_variance(values[0]), _seed_variance(values[1]))
+    test = family_test(values, rates(left) - rates(right), score)  # a share: Newcombe's floor applies
     degenerate = all(not bool(v.any()) for v in (*left, *right))
     return SemanticComparison(test, score, degenerate)
 
