@@ -35,10 +35,11 @@ class AccuracyResult:
 def predict_logits(model: nn.Module, images: np.ndarray, batch_size: int = 256) -> torch.Tensor:
     """Logits ``(N, 40)`` for ``uint8 (N, 3, H, W)`` images, in eval mode."""
     model.eval()
+    device = next(model.parameters(), torch.empty(0)).device  # packed variants hold buffers only
     outputs = []
     for start in range(0, len(images), batch_size):
-        batch = to_float_images(images[start:start + batch_size]).contiguous(memory_format=torch.channels_last)
-        outputs.append(model(batch))
+        batch = to_float_images(images[start:start + batch_size]).to(device)
+        outputs.append(model(batch.contiguous(memory_format=torch.channels_last)).cpu())
     return torch.cat(outputs)
 
 

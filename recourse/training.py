@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import math
 import time
 from dataclasses import asdict, dataclass, replace
@@ -138,15 +139,18 @@ def train_classifier(
     config: TrainConfig,
     state_path: str | Path,
     metadata: dict | None = None,
+    device: str = "cpu",
 ) -> TrainResult:
     """Train, evaluating on ``val`` after each epoch; the best epoch is saved to ``out_dir``.
 
     Resumes from ``state_path`` if it exists (model, optimiser, scheduler, RNG, history).
+    On another ``device`` (a GPU) only the model's arithmetic moves there: the order and the
+    augmentation still come from the seeded CPU generator.
     """
     torch.manual_seed(config.seed)
     mean, std = channel_statistics(train.images)
     model_config = replace(model_config, mean=mean, std=std)
-    model = AttributeClassifier(model_config).to(memory_format=torch.channels_last)
+    model = AttributeClassifier(model_config).to(device, memory_format=torch.channels_last)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=config.weight_decay)
     steps_per_epoch = math.ceil(len(train) / config.batch_size)
     scheduler = torch.optim.lr_scheduler.OneCycleLR(
@@ -168,7 +172,7 @@ def train_classifier(
         best = (int(state["best_epoch"]), float(state["best_val_accuracy"]))
         torch.set_rng_state(state["rng"])  # dropout draws continue where they stopped
         print(f"resumed from {state_path} after epoch {start_epoch}")
-    labels = torch.as_tensor(train.labels).float()
+    labels = torch.as_tensor(train.labels).float().to(device)
     for epoch in range(start_epoch, config.epochs):
         started = time.time()
         generator = torch.Generator().manual_seed(config.seed * 1000 + epoch)
@@ -179,7 +183,7 @@ def train_classifier(
         for step in bar:
             index = order[step * config.batch_size:(step + 1) * config.batch_size]
             batch = augment(to_float_images(train.images[index.numpy()]), config, generator)
-            batch = batch.contiguous(memory_format=torch.channels_last)
+            batch = batch.to(device).contiguous(memory_format=torch.channels_last)
             if config.adversarial_radius > 0:
                 batch = l2_pgd(model, batch, labels[index], config.adversarial_radius, config.adversarial_steps)
             loss = F.binary_cross_entropy_with_logits(model(batch), labels[index])
@@ -195,7 +199,7 @@ def train_classifier(
         print(f"epoch {epoch + 1}: train loss {total_loss / steps_per_epoch:.4f}, val mean accuracy {val_accuracy:.2f}%, {elapsed / 60:.1f} min", flush=True)
         if val_accuracy > best[1]:
             best = (epoch + 1, val_accuracy)
-            save_classifier(model, out_dir, {
+            save_classifier(model if device == "cpu" else copy.deepcopy(model).cpu(), out_dir, {
                 **(metadata or {}), "train_config": asdict(config), "best_epoch": epoch + 1,
                 "val_accuracy": val_accuracy, "training_seconds": round(elapsed, 1), "history": history,
             })

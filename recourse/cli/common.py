@@ -70,6 +70,13 @@ def load_images(args: argparse.Namespace, split: str, resolution: int) -> Labell
     return images
 
 
+def device_name(device: str) -> str:
+    """What a training record says it ran on: "cpu", or the GPU's name."""
+    import torch
+
+    return torch.cuda.get_device_name(device) if device.startswith("cuda") else "cpu"
+
+
 def _command_line(args: argparse.Namespace) -> str:
     return "python -m recourse " + " ".join(shlex.quote(a) for a in args.argv)
 

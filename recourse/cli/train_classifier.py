@@ -23,6 +23,7 @@ def register(commands) -> None:
                        help="L2 radius of the adversarial training in [0, 1] pixel units (default: the preset's)")
     train.add_argument("--state", help="resumable training state file (default .cache/train-<preset>.pt)")
     train.add_argument("--threads", type=int, help="torch threads (default: all cores)")
+    train.add_argument("--device", default="cpu", help="cpu (default) or cuda, where a GPU is at hand")
     train.set_defaults(run=run)
 
 
@@ -43,10 +44,10 @@ def run(args: argparse.Namespace) -> int:
     state = Path(args.state or DEFAULT_CACHE / f"train-{args.preset}.pt")
     train = common.load_images(args, "train", model_config.resolution)
     val = common.load_images(args, "val", model_config.resolution)
-    result = train_classifier(train, val, out, model_config, train_config, state, metadata={
+    result = train_classifier(train, val, out, model_config, train_config, state, device=args.device, metadata={
         "role": args.preset, "training_command": _command_line(args), "recourse_version": __version__,
         "data_split": {"train": "CelebA-HQ ids 0-23999", "val": "24000-26999", "test": "27000-29999"},
-        "threads": torch.get_num_threads(),
+        "threads": torch.get_num_threads(), "device": common.device_name(args.device),
     })
     test = common.load_images(args, "test", model_config.resolution)
     test_result = evaluate_accuracy(common.load_classifier(out), test.images, test.labels)

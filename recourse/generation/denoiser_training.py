@@ -27,6 +27,8 @@ CURVE_FILE = "curve.jsonl"
 CONFIG_FILE = "train_config.json"
 EMA_FOLDER = "ema"
 STATE_FILE = "state.pt"
+SIGMA_SAMPLINGS = ("log-uniform", "lognormal")
+EDM_P_MEAN, EDM_P_STD = -1.2, 1.2
 
 
 @dataclass(frozen=True)
@@ -37,6 +39,9 @@ class DenoiserTrainConfig:
     attention_levels: tuple[bool, ...] = (False, True, False)
     sigma_min: float = 0.02
     sigma_max: float = 1.0
+    # "log-uniform" on [sigma_min, sigma_max]; "lognormal" is EDM's ln σ ~ N(−1.2, 1.2²), clipped to
+    # the range: over the full range (0.002–80) it spends most steps where faces are drawn
+    sigma_sampling: str = "log-uniform"
     batch_size: int = 32
     learning_rate: float = 3e-4
     warmup_steps: int = 1000
@@ -53,6 +58,8 @@ class DenoiserTrainConfig:
         if self.fold < 1 or 64 % self.fold or not 0 < self.sigma_min < self.sigma_max:
             raise ValueError(f"fold must divide 64 and 0 < sigma_min < sigma_max (fold {self.fold}, "
                              f"sigmas {self.sigma_min}, {self.sigma_max})")
+        if self.sigma_sampling not in SIGMA_SAMPLINGS:
+            raise ValueError(f"sigma_sampling must be one of {', '.join(SIGMA_SAMPLINGS)}, not {self.sigma_sampling!r}")
 
     def model_kwargs(self) -> dict:
         return dict(fold=self.fold, block_out_channels=tuple(self.block_out_channels),
@@ -75,8 +82,11 @@ def pinned_config(state_dir: str | Path, config: DenoiserTrainConfig, given: dic
     return DenoiserTrainConfig(**{**pinned, **({"steps": given["steps"]} if "steps" in given else {})})
 
 
-def sample_sigmas(count: int, low: float, high: float, generator: torch.Generator) -> torch.Tensor:
-    """Noise levels log-uniform on [low, high]."""
+def sample_sigmas(count: int, low: float, high: float, generator: torch.Generator,
+                  sampling: str = "log-uniform") -> torch.Tensor:
+    """Noise levels on [low, high]: log-uniform, or EDM's log-normal clipped to the range."""
+    if sampling == "lognormal":
+        return torch.exp(EDM_P_MEAN + EDM_P_STD * torch.randn(count, generator=generator)).clamp(low, high)
     return torch.exp(math.log(low) + torch.rand(count, generator=generator) * (math.log(high) - math.log(low)))
 
 
@@ -94,11 +104,13 @@ def denoising_psnr(model: FaceDenoiser, clean: torch.Tensor, sigma: float, seed:
                    batch_size: int = 64) -> float:
     """Mean PSNR (dB) of D(x + σε) against x, for images in [0, 1] and σ in [−1, 1] units."""
     generator = torch.Generator().manual_seed(seed)
+    device = next(model.parameters()).device
     scores = []
     for start in range(0, len(clean), batch_size):
         x = clean[start:start + batch_size]
         noise = torch.randn(x.shape, generator=generator)
-        scores.append(psnr(model(x + sigma / 2 * noise, sigma), x))
+        x, noise = x.to(device), noise.to(device)
+        scores.append(psnr(model(x + sigma / 2 * noise, sigma).float(), x).cpu())
     return float(torch.cat(scores).mean())
 
 
@@ -112,7 +124,7 @@ def _ema_update(ema: FaceDenoiser, model: FaceDenoiser, step: int, decay: float)
 def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: str | Path,
                    config: DenoiserTrainConfig, init_from: str | Path | None = None,
                    metadata: dict | None = None, max_minutes: float | None = None,
-                   should_stop: Callable[[], bool] | None = None) -> Path:
+                   should_stop: Callable[[], bool] | None = None, device: str = "cpu") -> Path:
     """Train (or continue training) on ``uint8`` images; returns the folder of the EMA weights.
 
     ``should_stop`` is asked after every step; when it answers yes (e.g. the process was
@@ -120,6 +132,10 @@ def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: 
 
     ``val_images`` (a few hundred) give the learning curve: PSNR of the EMA model at
     σ = 0.1, 0.3, 0.5 every ``eval_every`` steps.
+
+    On ``device="cuda"`` the steps run in bfloat16 autocast and the noise is drawn there
+    (drawing it on the CPU would starve the GPU); batches, σ and flips still come from the
+    seeded CPU generator. On the CPU nothing changes.
     """
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
@@ -128,9 +144,12 @@ def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: 
     model = FaceDenoiser(**config.model_kwargs())
     if init_from is not None and not (state_dir / STATE_FILE).is_file():
         model.load_state_dict(load_face_denoiser(init_from).state_dict())  # the committed, 8-bit weights
+    model.to(device)
     ema = copy.deepcopy(model).requires_grad_(False)
     optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
     generator = torch.Generator().manual_seed(config.seed)
+    on_cpu = torch.device(device).type == "cpu"
+    noise_generator = generator if on_cpu else torch.Generator(device).manual_seed(config.seed + 1)
     step, elapsed = 0, 0.0
     if (state_dir / STATE_FILE).is_file():
         state = load_training_state(state_dir / STATE_FILE)
@@ -138,6 +157,8 @@ def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: 
         ema.load_state_dict(state["ema"])
         optimizer.load_state_dict(state["optimizer"])
         generator.set_state(state["generator"])
+        if not on_cpu and "noise_generator" in state:
+            noise_generator.set_state(state["noise_generator"])
         step, elapsed = int(state["step"]), float(state["elapsed"])
         print(f"resumed at step {step} ({elapsed / 3600:.2f} h trained)", flush=True)
     val = torch.from_numpy(val_images).float().div(255)
@@ -151,7 +172,8 @@ def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: 
         started = time.time()
         save_training_state(state_dir / STATE_FILE, {
             "model": model.state_dict(), "ema": ema.state_dict(), "optimizer": optimizer.state_dict(),
-            "generator": generator.get_state(), "step": step, "elapsed": elapsed})
+            "generator": generator.get_state(), "step": step, "elapsed": elapsed,
+            **({} if on_cpu else {"noise_generator": noise_generator.get_state()})})
         save_face_denoiser(ema, state_dir / EMA_FOLDER)  # the format committed under checkpoints/
         (state_dir / EMA_FOLDER / "training.json").write_text(json.dumps({
             **(metadata or {}), "train_config": asdict(config), "step": step,
@@ -161,10 +183,14 @@ def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: 
     while step < config.steps:
         for group in optimizer.param_groups:
             group["lr"] = config.learning_rate * min(1.0, (step + 1) / config.warmup_steps)
-        clean = training_batch(train_images, config.batch_size, generator)
-        sigma = sample_sigmas(config.batch_size, config.sigma_min, config.sigma_max, generator)
-        noisy = clean + sigma.view(-1, 1, 1, 1) * torch.randn(clean.shape, generator=generator)
-        loss = (model.raw(noisy, sigma) - denoising_target(model, clean, noisy, sigma)).pow(2).mean()
+        clean = training_batch(train_images, config.batch_size, generator).to(device)
+        sigma = sample_sigmas(config.batch_size, config.sigma_min, config.sigma_max, generator,
+                              config.sigma_sampling).to(device)
+        noise = torch.randn(clean.shape, generator=noise_generator, device=noise_generator.device)
+        noisy = clean + sigma.view(-1, 1, 1, 1) * noise
+        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=not on_cpu):
+            raw = model.raw(noisy, sigma)
+        loss = (raw.float() - denoising_target(model, clean, noisy, sigma)).pow(2).mean()
         optimizer.zero_grad(set_to_none=True)
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)

@@ -71,7 +71,7 @@ class FaceDenoiser(ModelMixin, ConfigMixin):
 
     def denoise_signed(self, noisy: torch.Tensor, sigma: torch.Tensor) -> torch.Tensor:
         """D(x, σ) in [−1, 1] units: the clean-image estimate."""
-        sigma = torch.as_tensor(sigma, dtype=noisy.dtype).reshape(-1).expand(len(noisy))
+        sigma = torch.as_tensor(sigma, dtype=noisy.dtype, device=noisy.device).reshape(-1).expand(len(noisy))
         c_skip, c_out, _ = edm_scalings(sigma.view(-1, 1, 1, 1))
         return c_skip * noisy + c_out * self.raw(noisy, sigma)
 

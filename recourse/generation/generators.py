@@ -117,7 +117,7 @@ def save_face_denoiser(denoiser: FaceDenoiser, directory: str | Path) -> None:
     denoiser.save_config(directory)
     tensors = {}
     for name, weight in denoiser.state_dict().items():
-        weight = weight.detach().float()
+        weight = weight.detach().float().cpu()
         if weight.ndim < 2:
             tensors[name] = weight.half().contiguous()
             continue

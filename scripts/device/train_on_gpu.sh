@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# One call on a lent GPU machine: the face denoiser over EDM's full noise range (σ 0.002–80,
+# log-normal) and the classifier's reference seeds 2 and 3, side by side on one GPU.
+#
+# Run from the repository root. It reads the CelebA-HQ folder from .gpu/celeba-hq-64 and the
+# wheels of diffusers and importlib_metadata from .whl (both ignored by git; docs/guide.md,
+# "Training on a lent GPU", says how to fill them), and writes seven files to $OUT: the
+# GPU's name, three logs and three tarballs (the denoiser's EMA weights with its curve, and
+# each seed's checkpoint folder).
+set -u
+OUT=${OUT:-out/gpu}
+DEVICE=${DEVICE:-cuda}
+DATA=${DATA:-.gpu/celeba-hq-64}
+mkdir -p "$OUT"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site .whl/*.whl \
+    || { echo "could not install the carried wheels" >&2; exit 1; }
+export PYTHONPATH=/tmp/site:$PWD PYTHONUNBUFFERED=1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv > "$OUT/gpu.txt" 2>&1
+python3 -c "import torch, diffusers; print('torch', torch.__version__, 'diffusers', diffusers.__version__)" >> "$OUT/gpu.txt" 2>&1
+
+python3 -m recourse train-denoiser --data "$DATA" --state-dir /tmp/face-denoiser --sigma-min 0.002 --sigma-max 80 \
+    --sigma-sampling lognormal --batch-size 256 --learning-rate 4e-4 --device "$DEVICE" --threads 4 \
+    --max-minutes "${DENOISER_MINUTES:-5.5}" > "$OUT/denoiser.log" 2>&1 &
+for seed in 2 3; do
+    python3 -m recourse train-classifier --data "$DATA" --preset classifier --seed $seed \
+        --out /tmp/classifier-seed$seed --state /tmp/classifier-seed$seed.pt --device "$DEVICE" --threads 4 \
+        > "$OUT/seed$seed.log" 2>&1 &
+done
+wait
+tar -C /tmp -cf "$OUT/face-denoiser.tar" face-denoiser/ema face-denoiser/curve.jsonl face-denoiser/train_config.json
+for seed in 2 3; do tar -C /tmp -cf "$OUT/classifier-seed$seed.tar" classifier-seed$seed; done
+ls -la "$OUT"
