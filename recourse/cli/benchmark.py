@@ -108,6 +108,8 @@ def run(args: argparse.Namespace) -> int:
         generator=args.generator, image_cache=_cache(args), command=_command_line(args),
         reference_models=tuple(Path(folder) for folder in args.reference_models),
         models=tuple(Path(card) for card in args.models), rerun_floor=args.rerun_floor)
+    if args.primary_family:
+        _refuse_unregistered_run(args.primary_family, config)
     result = run_benchmark(config, stage_bars("task"))
     if result is not None:
         write_markdown(result, config.out)
@@ -120,3 +122,22 @@ def run(args: argparse.Namespace) -> int:
                   + ", ".join(f"{c.family} {c.kind}" for c in missing))
         print(f"wrote {config.out / 'benchmark.json'} and {config.out / 'benchmark.md'} in {result.seconds:.0f} s")
     return 0
+
+
+def _refuse_unregistered_run(path: str, config) -> None:
+    """A run that reads registered claims must be the registered run (its file's run block)."""
+    from recourse.benchmark.registration import deviations, registered_run
+
+    settings = config.settings
+    try:
+        found = deviations(registered_run(path), split=config.split, first_task=settings.first_task, tasks=settings.n,
+                           attributes=settings.attributes, margin=settings.counterfactual.margin,
+                           variants=config.variants, generator=config.generator, noise_draws=settings.noise_draws,
+                           matched_noise=settings.matched_noise, rerun_floor=config.rerun_floor,
+                           reference_models=len(config.reference_models))
+    except ValueError as error:
+        raise SystemExit(f"error: {error}")
+    if found:
+        raise SystemExit(f"error: this run is not the one {path} registered: " + "; ".join(found)
+                         + ". Run the registered settings, or drop --primary-family for an exploratory run.")
+
