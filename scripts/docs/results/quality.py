@@ -175,9 +175,58 @@ def denoiser_section() -> list[str]:
     return lines
 
 
+def _candidate_lines(record: dict) -> list[str]:
+    """What each candidate is, from its training record (``denoiser-candidates/training-<name>.json``)."""
+    lines = []
+    for c in record["candidates"]:
+        training = files.load(f"denoiser-candidates/training-{c['name']}.json")
+        if training is None:
+            continue
+        config = training["train_config"]
+        lines.append(f"- `{c['name']}`: {training['step']:,} steps of {config['batch_size']} "
+                     f"({training['images_seen']:,} images, {training['training_hours'] * 60:.1f} min on "
+                     f"{training.get('device', 'cpu')}), σ {config['sigma_min']:g}–{config['sigma_max']:g} "
+                     f"{config.get('sigma_sampling', 'log-uniform')}: `{training['training_command']}`")
+    return lines
+
+
+def candidates_section() -> list[str]:
+    """Larger-prior candidates against today's denoiser, by the adoption rule."""
+    record = files.load("denoiser-candidates-val.json")
+    if record is None:
+        return []
+    sigmas = list(record["today"]["gate"]["psnr_db"])
+    lines = ["### Candidates for a stronger prior", "",
+             f"Rule: {record['rule']} ({record['date']}; the judges' runs on the same {record['today']['gate']['split']} "
+             "faces, `scripts/measurements/visible_stop.py --local-regions`).", "", *_candidate_lines(record), "",
+             "```bash", record["command"], "```", "",
+             "| denoiser | " + " | ".join(f"PSNR σ {s}" for s in sigmas)
+             + " | shift at FVA ≥ 100% | shift at FVA ≥ 97% | adopted |",
+             "|---|" + "---:|" * (len(sigmas) + 2) + "---|"]
+    today = record["today"]
+    floors = ("fva>=100", "fva>=97")
+    from scripts.measurements.denoiser_candidates import shift_at_identity
+
+    today_shifts = [shift_at_identity(today["visible_stop_summary"], float(f.split(">=")[1])) for f in floors]
+    lines.append("| today's | " + " | ".join(f"{today['gate']['psnr_db'][s]['face denoiser']:.2f}" for s in sigmas)
+                 + " | " + " | ".join(f"{v:.3f}" for v in today_shifts) + " | (today's) |")
+    for c in record["candidates"]:
+        judged = c["shift_at_identity"] or {}
+        shifts = [judged.get(f, {}).get("candidate") for f in floors]
+        lines.append(f"| {c['name']} | " + " | ".join(
+            f"{c['gate']['psnr_db'][s]['face denoiser']:.2f} ({c['gate_psnr_gain_db'][s]:+.2f})" for s in sigmas)
+            + " | " + " | ".join("not run (gate)" if v is None else f"{v:.3f}" for v in shifts)
+            + f" | {'yes' if c['adopted'] else 'no'} |")
+    lines += ["", "Shift at FVA ≥ F: the largest mean judges' shift among the stops of the same validation edits "
+              "whose FVA reaches F, i.e. how much the judges see for a given loss of identity. A sharper prior "
+              "makes larger edits per logit: more shift at every stop, and less identity at every stop; only "
+              "more shift at the same identity counts.", ""]
+    return lines
+
+
 def page() -> list[str]:
     return [*quality_section(), *judge_section(), *visibility_section(), *instruments.section(CURRENT),
-            *denoiser_section()]
+            *denoiser_section(), *candidates_section()]
 
 
 def headline() -> str:
