@@ -22,18 +22,19 @@ def _number(value: float | None, digits: int = 2, suffix: str = "") -> str:
 
 
 def markdown_table(rows: list[BenchmarkRow]) -> str:
-    """Every model: accuracy, recourse (VD with its two-sided companions, CRG, DirSim), size and speed."""
+    """Every model: accuracy, recourse (VD with its two-sided companions, CRG, DirSim, semantic
+    validity: its own recourse valid and seen by the attribute's independent judge), size and speed."""
     header = ("| method | Acc % | agreement % | bits/weight | VD % ↓ | FA½ % ↓ | FA¾ % ↓ | \\|Δlogit\\| ↓ | lean "
-              "| CRG ↓ | DirSim % ↑ | student success % | Overhead | twin/integer % | size MB | batch-1 ms "
+              "| CRG ↓ | DirSim % ↑ | seen % ↑ | student success % | Overhead | twin/integer % | size MB | batch-1 ms "
               "| batch-32 ms | N | \\|S\\| | \\|B\\| |")
-    lines = [header, "|" + "---|" * 20]
+    lines = [header, "|" + "---|" * 21]
     for row in rows:
         kernels = "" if row.integer_kernels or row.method == FP32 or row.compression == "foreign" else " (fake-quant)"
         lines.append(
             f"| {row.method} | {row.acc:.2f} | {row.agreement:.2f} | {row.bits_per_weight:.2f} | {_number(row.vd, 1)} "
             f"| {_number(row.fa_50, 1)} | {_number(row.fa_75, 1)} | {_number(row.logit_gap, 2)} "
             f"| {_signed(row.logit_lean)} | {_number(row.crg, 3)} | {_number(row.dirsim, 1)} "
-            f"| {_number(row.success_rate, 1)} | {_number(row.overhead, 3, '×')} "
+            f"| {_number(row.semantic_validity, 1)} | {_number(row.success_rate, 1)} | {_number(row.overhead, 3, '×')} "
             f"| {_number(row.twin_integer_agreement, 2)} | {row.size_mb:.2f} | {row.latency_batch1_ms:.2f}{kernels} "
             f"| {row.latency_batch32_ms:.1f}{kernels} | {row.n} | {row.s} | {'—' if row.method == FP32 else row.b} |")
     return "\n".join(lines)
