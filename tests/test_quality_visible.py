@@ -97,3 +97,40 @@ def test_parts_of_one_run_merge_keeping_each_command_and_others_are_refused():
         merged([part(["Smiling"]), part(["Bangs"], n=500)], "merge")
     with pytest.raises(ValueError, match="more than one part: Smiling"):
         merged([part(["Smiling"]), part(["Smiling"])], "merge")
+
+
+def test_chunks_read_and_kept_need_no_edits_when_the_run_goes_on(tmp_path, monkeypatch):
+    """A run longer than a session: each chunk's face-by-face readings are kept (no pictures),
+    and a run that finds them neither makes nor needs that chunk's edits."""
+    from scripts.measurements.quality_visible import read_faces
+    from tests.test_stop_readings import _originals
+
+    class Result:
+        def __init__(self, images, seeds):
+            self.edits = images + 0.1 * torch.tensor(seeds, dtype=images.dtype).view(-1, 1, 1, 1)
+
+    made = []
+
+    def fake_generate(images, classifier, attribute, targets, config, generator, seeds):
+        made.append(seeds)
+        return Result(images, seeds)
+
+    monkeypatch.setattr(quality_visible, "generate", fake_generate)
+    monkeypatch.setattr(quality_visible, "CHUNK", 2)
+    originals = _originals(5)
+    config = type("Config", (), {"seed": 1})()
+    stops = {"visible": 4.0, "benchmark": 2.0}
+    for folder in ("edits", "faces"):
+        (tmp_path / folder).mkdir()
+    first = read_faces(originals, ["Smiling"], stops, config, None, tmp_path / "edits", tmp_path / "faces")
+    assert len(made) == 3 and len(list((tmp_path / "faces").glob("Smiling-*.safetensors"))) == 3
+    for kept in (tmp_path / "edits").glob("*.safetensors"):
+        kept.unlink()  # the next session has none of the pictures
+    made.clear()
+    again = read_faces(originals, ["Smiling"], stops, config, None, tmp_path / "edits", tmp_path / "faces",
+                       backward=True)
+    assert made == []
+    for stop in stops:
+        assert torch.equal(again["Smiling"][0][stop].logits, first["Smiling"][0][stop].logits)
+        assert torch.equal(again["Smiling"][0][stop].features, first["Smiling"][0][stop].features)
+    assert again["Smiling"][1] == first["Smiling"][1]

@@ -52,20 +52,42 @@ def set_verdicts(attribute: str, originals: OriginalScores, counterfactuals: np.
                  targets: np.ndarray | torch.Tensor, calibrated: Calibrated) -> list[dict]:
     """Every usable judge's verdict on one attribute's counterfactuals, per target class present
     (independent judges first, then the project's CelebA-trained ones)."""
-    targets = np.asarray(targets).astype(int)
     if len(targets) != len(counterfactuals):
         raise ValueError(f"{len(targets)} targets for {len(counterfactuals)} counterfactuals")
+    return verdicts_from_scores(attribute, originals, after_scores(attribute, counterfactuals, calibrated),
+                                targets, calibrated)
+
+
+def _usable(attribute: str, calibrated: Calibrated, independent_only: bool = False) -> list[tuple[Calibration, bool]]:
+    return [(calibration, independent) for calibration, independent in sorted(calibrated, key=lambda pair: not pair[1])
+            if calibration.attribute == attribute and calibration.usable and (independent or not independent_only)]
+
+
+def after_scores(attribute: str, counterfactuals: np.ndarray | torch.Tensor, calibrated: Calibrated,
+                 independent_only: bool = False) -> dict[str, np.ndarray]:
+    """Each usable judge's scores of one attribute on the counterfactuals, by judge name: what
+    :func:`verdicts_from_scores` reads, small enough to keep where the pictures may not be kept."""
+    return {calibration.judge: batched_scores(judge(calibration.judge), counterfactuals)[attribute]
+            for calibration, _ in _usable(attribute, calibrated, independent_only)}
+
+
+def verdicts_from_scores(attribute: str, originals: OriginalScores, after: dict[str, np.ndarray],
+                         targets: np.ndarray | torch.Tensor, calibrated: Calibrated) -> list[dict]:
+    """:func:`set_verdicts` from the judges' scores of the counterfactuals (:func:`after_scores`),
+    for the judges ``after`` holds."""
+    targets = np.asarray(targets).astype(int)
     rows = []
-    for calibration, independent in sorted(calibrated, key=lambda pair: not pair[1]):
-        if calibration.attribute != attribute or not calibration.usable:
+    for calibration, independent in _usable(attribute, calibrated):
+        if calibration.judge not in after:
             continue
-        instrument = judge(calibration.judge)
-        before = originals(instrument)[attribute]
-        after = batched_scores(instrument, counterfactuals)[attribute]
+        scores = np.asarray(after[calibration.judge])
+        if len(targets) != len(scores):
+            raise ValueError(f"{len(targets)} targets for {len(scores)} counterfactuals")
+        before = originals(judge(calibration.judge))[attribute]
         for target in (1, 0):
             chosen = targets == target
             if chosen.any():
-                rows.append({**verdict(calibration, before[chosen], after[chosen], target).to_dict(),
+                rows.append({**verdict(calibration, before[chosen], scores[chosen], target).to_dict(),
                              "independent": independent, "trained_on": calibration.trained_on})
     return rows
 

@@ -14,6 +14,11 @@ class beside the real-versus-real floor (the same split's faces that are not tas
 
 The edits are kept in ``--resume-dir`` in chunks, with the settings they were made with: a run
 stopped by a session's end continues where it was, and a folder made with other settings is refused.
+Each chunk is also read face by face as soon as it is made (``stop_readings.stop_faces``: logits,
+the oracle's decisions and features, dlib's descriptors, the judges' scores; no picture) and kept
+in ``--readings-dir``: a folder small enough to commit, from which a run longer than a session
+goes on in the next one, where the edits (pictures of real faces) are not kept. The pooled numbers
+(``stop_readings.reading_from_faces``) are those of reading all faces at once.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors.numpy import load_file as load_arrays
+from safetensors.numpy import save_file as save_arrays
 from safetensors.torch import load_file, save_file
 
 from recourse.audit import product_settings
@@ -42,7 +49,7 @@ from recourse.generation.regions import REGIONS
 from recourse.instruments.realism import realism_with_floor
 from recourse.names import QUALITY_ATTRIBUTES
 from recourse.paths import generator_dir
-from scripts.measurements.stop_readings import Originals, read_stop
+from scripts.measurements.stop_readings import Originals, StopFaces, reading_from_faces, stop_faces
 
 CHUNK = 20  # faces per saved chunk: what a session's end can cost
 
@@ -51,48 +58,95 @@ def settings_key(settings: dict) -> str:
     return hashlib.sha256(json.dumps(settings, sort_keys=True).encode()).hexdigest()[:12]
 
 
+def chunk_edits(x: torch.Tensor, classifier, attributes: list[str], targets: torch.Tensor, config, generator,
+                folder: Path | None, start: int, stop: int) -> dict[str, tuple[torch.Tensor, list[float]]]:
+    """Each attribute's whole edit of the faces ``start:stop`` and the seconds each took, from
+    ``folder`` where made. The chunk's faces are edited in one batch per attribute, each with its
+    own seed: the same numbers as face by face (``tests/test_regions.py``: a region edit does not
+    depend on batch order), in about 0.7 of the time for a region edit. A face's seconds are its
+    share of its batch's: the app's own time for one face is ``scripts.method_speed``'s."""
+    paths = {attribute: folder / f"{attribute}-{start:05d}-{stop:05d}.safetensors" if folder else None
+             for attribute in attributes}
+    missing = [attribute for attribute in attributes if paths[attribute] is None or not paths[attribute].is_file()]
+    chunks = {}
+    for attribute in missing:
+        index = attribute_index(attribute)
+        started = time.perf_counter()
+        edit = generate(x[start:stop], classifier, attribute, targets[start:stop, index], config, generator,
+                        seeds=tuple(config.seed + i for i in range(start, stop))).edits
+        chunks[attribute] = (edit, [(time.perf_counter() - started) / (stop - start)] * (stop - start))
+    for attribute in attributes:
+        if attribute in chunks:
+            if paths[attribute] is not None:  # written whole, then named: another process never reads half
+                chunk, times = chunks[attribute]
+                partial = paths[attribute].with_suffix(f".{os.getpid()}.tmp")
+                save_file({"edits": chunk.contiguous(), "seconds": torch.tensor(times, dtype=torch.float64)}, partial)
+                partial.replace(paths[attribute])
+        else:
+            kept = load_file(paths[attribute])
+            chunks[attribute] = (kept["edits"], kept["seconds"].tolist())
+    if missing:
+        print(f"faces {start}–{stop - 1} of {len(x)}: " + ", ".join(
+            f"{attribute} {statistics.median(chunks[attribute][1]):.2f} s" for attribute in missing)
+            + " per edit", flush=True)
+    return chunks
+
+
+def chunk_starts(count: int, backward: bool = False) -> list[int]:
+    """The first face of each chunk, in the order a process makes them: ``backward`` from the
+    last, so that a second process shares a run's chunks with the first without meeting it
+    until they are done."""
+    starts = list(range(0, count, CHUNK))
+    return starts[::-1] if backward else starts
+
+
 def made_edits(x: torch.Tensor, classifier, attributes: list[str], targets: torch.Tensor, config, generator,
                folder: Path | None, backward: bool = False) -> dict[str, tuple[torch.Tensor, list[float]]]:
-    """Each attribute's whole edit of each face and the seconds it took, chunk by chunk, from
-    ``folder`` where made. A chunk's faces are edited in one batch per attribute, each with its own
-    seed: the same numbers as face by face (``tests/test_regions.py``: a region edit does not depend on batch order),
-    in about 0.7 of the time for a region edit. A face's seconds are then its share of its batch's:
-    the app's own time for one face is ``scripts.method_speed``'s. ``backward`` makes the chunks
-    from the last: a second process then shares a run's chunks with the first without meeting it
-    until they are done."""
-    edits = {attribute: {} for attribute in attributes}
-    seconds = {attribute: {} for attribute in attributes}
-    starts = list(range(0, len(x), CHUNK))
-    for start in reversed(starts) if backward else starts:
-        stop = min(start + CHUNK, len(x))
-        paths = {attribute: folder / f"{attribute}-{start:05d}-{stop:05d}.safetensors" if folder else None
-                 for attribute in attributes}
-        missing = [attribute for attribute in attributes if paths[attribute] is None or not paths[attribute].is_file()]
-        chunks = {}
-        for attribute in missing:
-            index = attribute_index(attribute)
-            started = time.perf_counter()
-            edit = generate(x[start:stop], classifier, attribute, targets[start:stop, index], config, generator,
-                            seeds=tuple(config.seed + i for i in range(start, stop))).edits
-            chunks[attribute] = (edit, [(time.perf_counter() - started) / (stop - start)] * (stop - start))
+    """Each attribute's whole edit of each face and the seconds it took, chunk by chunk
+    (:func:`chunk_edits`), in face order."""
+    made = {start: chunk_edits(x, classifier, attributes, targets, config, generator, folder, start,
+                               min(start + CHUNK, len(x)))
+            for start in chunk_starts(len(x), backward)}
+    starts = sorted(made)
+    return {attribute: (torch.cat([made[start][attribute][0] for start in starts]),
+                        [t for start in starts for t in made[start][attribute][1]]) for attribute in attributes}
+
+
+def read_faces(originals: Originals, attributes: list[str], stops: dict[str, float], config, generator,
+               edits_folder: Path | None, readings_folder: Path | None, backward: bool = False
+               ) -> dict[str, tuple[dict[str, StopFaces], list[float]]]:
+    """Each attribute's edits read face by face at each stop, with the seconds each edit took:
+    chunk by chunk, from ``readings_folder`` where read (then the chunk's edits are not needed),
+    else from the chunk's edits (:func:`chunk_edits`), read and kept there."""
+    read: dict[int, dict[str, tuple[dict[str, StopFaces], list[float]]]] = {}
+    count = len(originals.x)
+    for start in chunk_starts(count, backward):
+        stop = min(start + CHUNK, count)
+        paths = {attribute: readings_folder / f"{attribute}-{start:05d}-{stop:05d}.safetensors" if readings_folder
+                 else None for attribute in attributes}
+        unread = [attribute for attribute in attributes if paths[attribute] is None or not paths[attribute].is_file()]
+        edits = chunk_edits(originals.x, originals.classifier, unread, originals.targets, config, generator,
+                            edits_folder, start, stop) if unread else {}
+        read[start] = {}
         for attribute in attributes:
-            if attribute in chunks:
-                chunk, times = chunks[attribute]
-                if paths[attribute] is not None:  # written whole, then named: another process never reads half
+            if attribute in edits:
+                chunk, times = edits[attribute]
+                faces = {name: stop_faces(originals, attribute, chunk, margin, slice(start, stop), features=True)[1]
+                         for name, margin in stops.items()}
+                if paths[attribute] is not None:
+                    arrays = {name: array for stop_name, one in faces.items() for name, array in one.arrays(stop_name).items()}
                     partial = paths[attribute].with_suffix(f".{os.getpid()}.tmp")
-                    save_file({"edits": chunk.contiguous(), "seconds": torch.tensor(times, dtype=torch.float64)},
-                              partial)
+                    save_arrays({**arrays, "seconds": np.asarray(times, np.float64)}, str(partial))
                     partial.replace(paths[attribute])
             else:
-                kept = load_file(paths[attribute])
-                chunk, times = kept["edits"], kept["seconds"].tolist()
-            edits[attribute][start], seconds[attribute][start] = chunk, times
-        if missing:
-            print(f"faces {start}–{stop - 1} of {len(x)}: " + ", ".join(
-                f"{attribute} {statistics.median(chunks[attribute][1]):.2f} s" for attribute in missing)
-                + " per edit", flush=True)
-    return {attribute: (torch.cat([edits[attribute][start] for start in starts]),
-                        [t for start in starts for t in seconds[attribute][start]]) for attribute in attributes}
+                arrays = load_arrays(str(paths[attribute]))
+                faces = {name: StopFaces.from_arrays(arrays, name) for name in stops}
+                times = arrays["seconds"].tolist()
+            read[start][attribute] = (faces, times)
+    starts = sorted(read)
+    return {attribute: ({name: StopFaces.joined([read[start][attribute][0][name] for start in starts])
+                         for name in stops},
+                        [t for start in starts for t in read[start][attribute][1]]) for attribute in attributes}
 
 
 def judge_rows(verdicts: list[dict]) -> list[dict]:
@@ -123,6 +177,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--n", type=int, default=500)
     parser.add_argument("--attributes", nargs="+", default=list(QUALITY_ATTRIBUTES))
     parser.add_argument("--resume-dir", help="keep the edits here, chunk by chunk, and continue from them")
+    parser.add_argument("--readings-dir", help="keep each chunk's face-by-face readings here (no pictures: small "
+                                               "enough to commit) and continue from them")
     parser.add_argument("--generator", default=str(generator_dir()))
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--backward", action="store_true",
@@ -136,25 +192,30 @@ def main(argv: list[str] | None = None) -> None:
     weights = json.loads((Path(args.generator) / "manifest.json").read_text())["sha256"]
     key = settings_key({"config": asdict(config), "split": args.split, "generator": weights})
     folder = Path(args.resume_dir) / key if args.resume_dir else None
-    if folder is not None:
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / "settings.json").write_text(json.dumps({"config": asdict(config), "split": args.split}, indent=2))
+    # the readings depend on the stops too; the instruments are the committed ones
+    readings_key = settings_key({"edits": key, "stops": stops.to_dict()})
+    readings = Path(args.readings_dir) / readings_key if args.readings_dir else None
+    for kept in (folder, readings):
+        if kept is not None:
+            kept.mkdir(parents=True, exist_ok=True)
+            (kept / "settings.json").write_text(json.dumps({"config": asdict(config), "split": args.split,
+                                                            "stops": stops.to_dict()}, indent=2))
     generator = load_generator(args.generator)
     originals = Originals.load(args.data, args.split, args.n)
     pool = originals.rest
     pool_features = oracle_features(originals.oracle, to_float_images(pool.images[args.n:]))
     started = time.perf_counter()
     rows = []
-    made = made_edits(originals.x, originals.classifier, args.attributes, originals.targets, config, generator,
-                      folder, args.backward)
+    margins = {"visible": stops.visible, "benchmark": stops.benchmark}
+    read = read_faces(originals, args.attributes, margins, config, generator, folder, readings, args.backward)
     for attribute in args.attributes:
         index = attribute_index(attribute)
         targets = originals.targets[:, index]
-        edits, seconds = made[attribute]
-        for name, margin in (("visible", stops.visible), ("benchmark", stops.benchmark)):
-            reading = read_stop(originals, attribute, edits, margin)
-            realism = realism_with_floor(oracle_features(originals.oracle, reading.at_stop), targets.numpy(),
-                                         pool_features, pool.labels[args.n:, index])
+        faces, seconds = read[attribute]
+        for name, margin in margins.items():
+            reading = reading_from_faces(originals, attribute, faces[name], margin)
+            realism = realism_with_floor(faces[name].features, targets.numpy(), pool_features,
+                                         pool.labels[args.n:, index])
             row = {"attribute": attribute, "region": REGIONS[attribute] if config.region_mask else "frame",
                    "stop": name, "margin": margin, "n": len(originals.x),
                    "reached_rate": reading.reached_rate, "flip_rate": reading.flip_rate, "fva": reading.fva,

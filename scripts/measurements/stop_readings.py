@@ -5,20 +5,26 @@ A stop is the first point of an edit's straight path where the full-precision cl
 its margin (``recourse.paired.stop_on_paths``), as the app draws it; at a stop: the flip rate,
 dlib's FVA, the oracle's MNAC and the independent judges' verdicts
 (``recourse.instruments.set_verdicts``).
+
+A stop is read in two steps: face by face (:func:`stop_faces`: logits, the oracle's decisions
+and features, dlib's descriptors, the judges' scores; no picture, so a long run can keep them
+where the edits, pictures of real faces, may not be kept), then pooled (:func:`reading_from_faces`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 import torch
 
 from recourse.checkpoints import load_classifier
 from recourse.data import attribute_index, load_split, to_float_images
 from recourse.evaluation import predict_logits
-from recourse.instruments.identity import face_descriptor, identity_result
+from recourse.generation.quality import oracle_features
+from recourse.instruments.identity import Descriptors, face_descriptor, identity_result
 from recourse.instruments.readings import calibrations
-from recourse.instruments.set_verdicts import OriginalScores, set_verdicts
+from recourse.instruments.set_verdicts import OriginalScores, after_scores, verdicts_from_scores
 from recourse.metrics import decisions, flip_rate, mean_number_of_attributes_changed
 from recourse.paired import stop_on_paths
 from recourse.paths import oracle_dir, teacher_dir
@@ -54,10 +60,56 @@ class Originals:
 
 
 @dataclass
+class StopFaces:
+    """One stop of one attribute's edits, read face by face: everything a reading pools."""
+
+    logits: torch.Tensor  # (n,) the classifier's logit of the attribute at the stop
+    oracle_after: torch.Tensor  # (n, 40) the oracle's decisions at the stop
+    described: Descriptors  # dlib's descriptors at the stop
+    judges: dict[str, np.ndarray]  # each independent judge's score of the attribute, (n,)
+    features: torch.Tensor | None = None  # (n, D) the oracle's embedding, for FD, where asked
+
+    def arrays(self, prefix: str) -> dict[str, np.ndarray]:
+        """Flat named arrays (for ``safetensors.numpy``), each name starting ``prefix/``."""
+        arrays = {f"{prefix}/logits": self.logits.numpy(), f"{prefix}/oracle_after": self.oracle_after.numpy(),
+                  f"{prefix}/descriptors": np.asarray(self.described.vectors),
+                  f"{prefix}/detected": np.asarray(self.described.detected, np.uint8),
+                  **{f"{prefix}/judge/{name}": np.asarray(scores, np.float64) for name, scores in self.judges.items()}}
+        if self.features is not None:
+            arrays[f"{prefix}/features"] = self.features.numpy()
+        return {name: np.ascontiguousarray(array) for name, array in arrays.items()}
+
+    @classmethod
+    def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str) -> StopFaces:
+        judged = f"{prefix}/judge/"
+        features = arrays.get(f"{prefix}/features")
+        return cls(logits=torch.from_numpy(arrays[f"{prefix}/logits"]),
+                   oracle_after=torch.from_numpy(arrays[f"{prefix}/oracle_after"]),
+                   described=Descriptors(arrays[f"{prefix}/descriptors"], arrays[f"{prefix}/detected"].astype(bool)),
+                   judges={name[len(judged):]: array for name, array in arrays.items() if name.startswith(judged)},
+                   features=None if features is None else torch.from_numpy(features))
+
+    @classmethod
+    def joined(cls, parts: list[StopFaces]) -> StopFaces:
+        """The parts' faces in order, as one."""
+        if any(part.judges.keys() != parts[0].judges.keys() for part in parts):
+            raise ValueError("the parts were read by different judges")
+        with_features = [part.features is not None for part in parts]
+        if any(with_features) and not all(with_features):
+            raise ValueError("some parts have the oracle's features and some do not")
+        return cls(logits=torch.cat([part.logits for part in parts]),
+                   oracle_after=torch.cat([part.oracle_after for part in parts]),
+                   described=Descriptors(np.concatenate([part.described.vectors for part in parts]),
+                                         np.concatenate([part.described.detected for part in parts])),
+                   judges={name: np.concatenate([part.judges[name] for part in parts]) for name in parts[0].judges},
+                   features=torch.cat([part.features for part in parts]) if all(with_features) else None)
+
+
+@dataclass
 class StopReading:
     """One stop of one attribute's edits, read on every face."""
 
-    at_stop: torch.Tensor
+    at_stop: torch.Tensor | None  # the pictures at the stop (None where pooled from kept faces)
     reached_rate: float  # % of faces whose edit reaches the stop's margin (elsewhere the stop is the whole edit)
     flip_rate: float
     fva: float
@@ -65,20 +117,40 @@ class StopReading:
     verdicts: list[dict]  # the independent judges' only
 
 
-def read_stop(originals: Originals, attribute: str, edits: torch.Tensor, margin: float) -> StopReading:
-    """The first point of each edit's path past ``margin``, and what is read there."""
+def stop_faces(originals: Originals, attribute: str, edits: torch.Tensor, margin: float,
+               rows: slice = slice(None), features: bool = False) -> tuple[torch.Tensor, StopFaces]:
+    """The first point of each edit's path past ``margin`` (``edits``: the whole edits of the
+    faces ``originals.x[rows]``), and what is read there face by face."""
     index = attribute_index(attribute)
-    targets = originals.targets[:, index]
-    at_stop = stop_on_paths(originals.x, edits, originals.classifier, attribute, targets, margin)
+    x, targets = originals.x[rows], originals.targets[rows, index]
+    at_stop = stop_on_paths(x, edits, originals.classifier, attribute, targets, margin)
     with torch.no_grad():
         logits = originals.classifier(at_stop)[:, index]
-        after = decisions(logits)
         oracle_after = decisions(originals.oracle(at_stop))
-    verdicts = [v for v in set_verdicts(attribute, originals.judged, at_stop, targets, originals.calibrated)
+    return at_stop, StopFaces(logits=logits, oracle_after=oracle_after, described=originals.describe(at_stop),
+                              judges=after_scores(attribute, at_stop, originals.calibrated, independent_only=True),
+                              features=oracle_features(originals.oracle, at_stop) if features else None)
+
+
+def reading_from_faces(originals: Originals, attribute: str, faces: StopFaces, margin: float,
+                       at_stop: torch.Tensor | None = None) -> StopReading:
+    """The stop's reading pooled over every face of ``originals`` (``faces`` in their order)."""
+    index = attribute_index(attribute)
+    targets = originals.targets[:, index]
+    if len(faces.logits) != len(targets):
+        raise ValueError(f"{len(faces.logits)} faces read for {len(targets)} originals")
+    verdicts = [v for v in verdicts_from_scores(attribute, originals.judged, faces.judges, targets, originals.calibrated)
                 if v["independent"]]
-    toward_target = torch.where(targets == 1, logits, -logits)
+    toward_target = torch.where(targets == 1, faces.logits, -faces.logits)
     reached = float((toward_target >= margin - 1e-4).float().mean()) * 100  # the bisection stops just past it
-    return StopReading(at_stop=at_stop, reached_rate=round(reached, 2), flip_rate=round(flip_rate(after, targets), 2),
-                       fva=identity_result(originals.descriptors, originals.describe(at_stop)).fva,
-                       mnac=round(mean_number_of_attributes_changed(originals.oracle_before, oracle_after, index), 3),
+    return StopReading(at_stop=at_stop, reached_rate=round(reached, 2),
+                       flip_rate=round(flip_rate(decisions(faces.logits), targets), 2),
+                       fva=identity_result(originals.descriptors, faces.described).fva,
+                       mnac=round(mean_number_of_attributes_changed(originals.oracle_before, faces.oracle_after, index), 3),
                        verdicts=verdicts)
+
+
+def read_stop(originals: Originals, attribute: str, edits: torch.Tensor, margin: float) -> StopReading:
+    """The first point of each edit's path past ``margin``, and what is read there."""
+    at_stop, faces = stop_faces(originals, attribute, edits, margin)
+    return reading_from_faces(originals, attribute, faces, margin, at_stop)
