@@ -297,3 +297,50 @@ def test_points_that_are_not_recourse_points_are_remade(tmp_path):
     write_tensors(path, bad, {"key": path.name, "count": 6, "attempted": 8, "seconds": 1.0})
     with pytest.warns(CacheWarning, match="not valid recourse points"):
         cached_recourse_points(path, _points)
+
+
+# --- a run longer than a session: the parts that hold no picture, kept apart ---------------
+
+
+def _run_kept(bench, cache: Path, kept: Path) -> list[dict]:
+    images, teacher, students, settings, generator = bench
+    return task_records(images, teacher, students, settings, generator, cache, {"fp32": "f0", "s": "s0"},
+                        kept_dir=kept)
+
+
+def test_a_run_goes_on_from_its_kept_parts_without_the_teachers_pictures(bench, tmp_path, monkeypatch):
+    from recourse.benchmark import tasks
+
+    records = _run_kept(bench, tmp_path / "cache", tmp_path / "kept")
+    assert sorted(p.name for p in (tmp_path / "kept").iterdir()) == [
+        "fp32-000000-f0.summary.safetensors", "fp32-000002-f0.summary.safetensors",
+        "s-000000-s0.json", "s-000002-s0.json"]
+    assert "counterfactuals" not in load_file(str(tmp_path / "kept" / "fp32-000000-f0.summary.safetensors"))
+    assert records == _run(bench, tmp_path / "plain")  # the same records as a run that keeps nothing apart
+
+    def nothing_made(*args, **kwargs):
+        raise AssertionError("a kept chunk made something again")
+
+    monkeypatch.setattr(tasks, "teacher_part", nothing_made)
+    monkeypatch.setattr(tasks, "student_part", nothing_made)
+    assert _run_kept(bench, tmp_path / "next-session-cache", tmp_path / "kept") == records
+
+
+def test_a_chunk_lacking_a_kept_part_makes_the_teachers_part_again_and_keeps_the_others(bench, tmp_path):
+    first = _run_kept(bench, tmp_path / "cache", tmp_path / "kept")
+    (tmp_path / "kept" / "s-000002-s0.json").unlink()  # the session ended inside this chunk
+    assert _run_kept(bench, tmp_path / "next-session-cache", tmp_path / "kept") == first
+    assert (tmp_path / "next-session-cache" / "fp32-000002-f0.safetensors").is_file()
+    assert not (tmp_path / "next-session-cache" / "fp32-000000-f0.safetensors").exists()
+
+
+def test_kept_parts_made_against_other_counterfactuals_are_made_again(bench, tmp_path):
+    from recourse.benchmark.tasks import keep_teacher_summary
+
+    images = bench[0]
+    first = _run_kept(bench, tmp_path / "cache", tmp_path / "kept")
+    cached = load_file(str(tmp_path / "cache" / "fp32-000000-f0.safetensors"))
+    x = images[:2].float() / 255
+    other = {**cached, "counterfactuals": cached["counterfactuals"] + 0.01}
+    assert keep_teacher_summary(tmp_path / "kept", cached, x, 0, "f0")  # the same pictures: the parts stand
+    assert not keep_teacher_summary(tmp_path / "kept", other, x, 0, "f0")  # others: they do not

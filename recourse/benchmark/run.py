@@ -68,6 +68,9 @@ class BenchmarkConfig:
     # The top floor of the direction metrics (recourse.benchmark.floors): a row fp32-rerun, the
     # teacher whose own recourse is made again with fresh noise. Off: the rows of before.
     rerun_floor: bool = False
+    # Where the parts that hold no picture are kept (recourse.benchmark.tasks.task_records): a
+    # folder to commit, from which a run longer than a session goes on in the next. None: in out.
+    kept: Path | None = None
 
     def __post_init__(self) -> None:
         bad = [v for v in self.variants if not isinstance(v, str) or not _VARIANT_ID.match(v) or v in (FP32, RERUN_FLOOR)
@@ -374,7 +377,7 @@ def _gathered_tasks(config: BenchmarkConfig, state, progress: Progress, images: 
         progress(stage, done * settings.chunk_size, total * settings.chunk_size)
 
     records = task_records(images, teacher, students, settings, generator, config.out / "cache", fingerprints,
-                           state.process_index, state.num_processes, chunks)
+                           state.process_index, state.num_processes, chunks, kept_dir=config.kept)
     return gather_object(records) if state.num_processes > 1 else records
 
 

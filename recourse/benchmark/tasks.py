@@ -24,7 +24,7 @@ import torch
 from torch import nn
 
 from recourse.benchmark.semantic import JudgeReadings, RegisteredFamily, is_judged, judge_counterfactuals
-from recourse.caches import CacheMismatch, check_fields, discard, json_digest, read_tensors, write_tensors
+from recourse.caches import CacheMismatch, arrays_digest, check_fields, discard, json_digest, read_tensors, write_tensors
 from recourse.data import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import CounterfactualConfig, FaceGenerator, generate
 from recourse.paired import PARTIAL_FRACTIONS, RecourseColumns, Student, boundary_logits, flip_targets, student_recourse
@@ -306,16 +306,35 @@ def cached_teacher_part(x: torch.Tensor, start: int, teacher: nn.Module, setting
 def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, Student],
                  settings: BenchmarkSettings, generator: FaceGenerator | None, cache_dir: Path,
                  fingerprints: dict[str, str], rank: int = 0, world: int = 1,
-                 progress: Callable[[int, int], None] | None = None) -> list[dict]:
+                 progress: Callable[[int, int], None] | None = None, kept_dir: Path | None = None) -> list[dict]:
     """This process's share of the task records (every ``world``-th chunk from ``rank``).
     The teacher's part of each chunk and each student's part are cached separately (keyed
-    by ``fingerprints["fp32"]`` and ``fingerprints[method]``)."""
+    by ``fingerprints["fp32"]`` and ``fingerprints[method]``). With ``kept_dir``, the parts
+    that hold no picture go there instead: each student's, and the teacher's without its
+    counterfactuals (:func:`teacher_summary`). That folder is small enough to commit, so a run
+    longer than a session goes on in the next: a chunk whose students' parts are all kept needs
+    no counterfactual of the teacher; one that lacks some makes the teacher's part again and,
+    where its counterfactuals are not those the kept parts were made against, those parts too."""
     cache_dir.mkdir(parents=True, exist_ok=True)
+    if kept_dir is not None:
+        kept_dir.mkdir(parents=True, exist_ok=True)
     chunks = chunk_bounds(settings, len(images))[rank::world]
     records: list[dict] = []
     for done, (start, stop) in enumerate(chunks):
         x = to_float_images(images[start:stop])
-        fp32 = cached_teacher_part(x, start, teacher, settings, generator, cache_dir, fingerprints[FP32])
+        parts_dir = kept_dir or cache_dir
+        paths = {method: parts_dir / f"{method}-{start:06d}-{fingerprints[method]}.json" for method in students}
+        fields = {method: {"method": method, "tasks": stop - start, "first_task": start,
+                           "fingerprint": fingerprints[method]} for method in students}
+        parts = {method: _cached_student_part(paths[method], fields[method]) for method in students}
+        complete = all(part is not None and all(_JUDGE_RECORD_KEYS <= set(r) for r in part) for part in parts.values())
+        fp32 = None
+        if kept_dir is not None and complete:
+            fp32 = kept_teacher_summary(kept_dir, x, start, fingerprints[FP32])
+        if fp32 is None:
+            fp32 = cached_teacher_part(x, start, teacher, settings, generator, cache_dir, fingerprints[FP32])
+            if kept_dir is not None and not keep_teacher_summary(kept_dir, fp32, x, start, fingerprints[FP32]):
+                parts = {method: None for method in students}  # made against other counterfactuals
         chunk = [{"task": start + k, "attribute": a, "target": int(fp32["target"][k]),
                   "teacher_valid": bool(fp32["valid"][k]), "teacher_cost": float(fp32["cost"][k]),
                   "teacher_logit": float(fp32["logit"][k]), "teacher_partial": [float(v) for v in fp32["partial"][k]],
@@ -323,14 +342,13 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
                  for a, rows in attribute_groups(start, stop - start, settings) for k in rows]
         chunk.sort(key=lambda r: r["task"])
         for method, student in students.items():
-            path = cache_dir / f"{method}-{start:06d}-{fingerprints[method]}.json"
-            fields = {"method": method, "tasks": stop - start, "first_task": start,
-                      "fingerprint": fingerprints[method]}
-            part = _cached_student_part(path, fields)
+            part = parts[method]
             if part is None or not all(_JUDGE_RECORD_KEYS <= set(r) for r in part):
                 # none, or one made before the judges were read (issue 37): made, or completed
                 part = student_part(x, start, fp32, student, settings, generator, earlier=part)
-                path.with_suffix(".tmp").write_text(json.dumps({**fields, "sha256": json_digest(part), "records": part}))
+                path = paths[method]
+                path.with_suffix(".tmp").write_text(json.dumps({**fields[method], "sha256": json_digest(part),
+                                                                "records": part}))
                 path.with_suffix(".tmp").replace(path)
             for record, values in zip(chunk, part):
                 record["students"][method] = values
@@ -338,6 +356,47 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
         if progress:
             progress(done + 1, len(chunks))
     return records
+
+
+def _summary_path(kept_dir: Path, start: int, fingerprint: str) -> Path:
+    return kept_dir / f"{FP32}-{start:06d}-{fingerprint}.summary.safetensors"
+
+
+def teacher_summary(part: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The teacher's part without its counterfactuals (pictures of real faces): what a chunk's
+    task records read when every student's part is already made."""
+    return {name: tensor for name, tensor in part.items() if name != "counterfactuals"}
+
+
+def keep_teacher_summary(kept_dir: Path, part: dict[str, torch.Tensor], x: torch.Tensor, start: int,
+                         fingerprint: str) -> bool:
+    """Keep the teacher's summary with the digest of its counterfactuals; False where one was
+    kept before for other counterfactuals (the kept students' parts were made against those)."""
+    digest = arrays_digest({"counterfactuals": part["counterfactuals"].contiguous()})
+    path = _summary_path(kept_dir, start, fingerprint)
+    earlier = kept_teacher_summary(kept_dir, x, start, fingerprint, with_digest=True)
+    if earlier is not None and earlier[1] == digest:
+        return True
+    write_tensors(path, teacher_summary(part), {"tasks": len(x), "first_task": start, "fingerprint": fingerprint,
+                                                "counterfactuals_sha256": digest})
+    return earlier is None
+
+
+def kept_teacher_summary(kept_dir: Path, x: torch.Tensor, start: int, fingerprint: str, with_digest: bool = False):
+    """The kept teacher summary of the chunk at ``start`` (with its counterfactuals' digest where
+    asked), or None where there is none that matches."""
+    path = _summary_path(kept_dir, start, fingerprint)
+    if not path.is_file():
+        return None
+    try:
+        summary, metadata = read_tensors(path, {"tasks": len(x), "first_task": start, "fingerprint": fingerprint})
+        if set(summary) not in (_TEACHER_KEYS - {"counterfactuals"}, (_TEACHER_KEYS - {"counterfactuals"}) | _JUDGE_KEYS) \
+                or any(len(tensor) != len(x) for tensor in summary.values()):
+            raise CacheMismatch("its tensors are not a teacher summary of this chunk")
+    except CacheMismatch as error:
+        discard(path, str(error))
+        return None
+    return (summary, metadata.get("counterfactuals_sha256")) if with_digest else summary
 
 
 def _teacher_judge_record(part: dict[str, torch.Tensor], k: int) -> dict:

@@ -27,6 +27,9 @@ def register(commands) -> None:
     bench.add_argument("--first-task", type=int, default=0,
                        help="task (image of the split) to start at: a second run on other faces starts at --tasks")
     bench.add_argument("--out", required=True, help="folder for benchmark.json, benchmark.md and the resumable cache")
+    bench.add_argument("--keep-dir", help="keep the parts that hold no picture here (each row's per-task records, the "
+                                          "teacher's without its counterfactuals): a folder small enough to commit, "
+                                          "from which a run longer than a session goes on in the next")
     bench.add_argument("--variants", "--methods", dest="variants", nargs="+", default=list(METHODS),
                        help="variant folders of --variants-dir: method ids, seeds (-s1) and ablations "
                             "(default: one per method)")
@@ -107,7 +110,8 @@ def run(args: argparse.Namespace) -> int:
         checkpoint=_model_dir(args, args.checkpoint), variants_dir=Path(args.variants_dir or variants_dir()),
         generator=args.generator, image_cache=_cache(args), command=_command_line(args),
         reference_models=tuple(Path(folder) for folder in args.reference_models),
-        models=tuple(Path(card) for card in args.models), rerun_floor=args.rerun_floor)
+        models=tuple(Path(card) for card in args.models), rerun_floor=args.rerun_floor,
+        kept=Path(args.keep_dir) if args.keep_dir else None)
     if args.primary_family:
         _refuse_unregistered_run(args.primary_family, config)
     result = run_benchmark(config, stage_bars("task"))
