@@ -32,6 +32,16 @@ def test_benchmark_markdown_is_its_json_rendered(name):
     assert markdown_report(BenchmarkResult.from_dict(record)) == (ARCHIVE / f"{name}.md").read_text()
 
 
+@pytest.mark.parametrize("record, page", [
+    ("benchmark-denoised.json", "benchmark-denoised.md"),
+    ("results/benchmark-foreign.json", "benchmark-foreign.md"),
+    ("results/val-sweep-denoised.json", "results/val-sweep-denoised.md"),
+])
+def test_every_committed_benchmark_markdown_is_its_json_rendered(record, page):
+    loaded = json.loads((assets_dir() / record).read_text())
+    assert markdown_report(BenchmarkResult.from_dict(loaded)) == (assets_dir() / page).read_text()
+
+
 @pytest.mark.parametrize("name", BENCHMARKS)
 def test_benchmark_json_round_trips(name):
     record = json.loads((ARCHIVE / f"{name}.json").read_text())
