@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from scripts.measurements import quality_visible
-from scripts.measurements.quality_visible import judge_rows, made_edits, settings_key
+from scripts.measurements.quality_visible import chunk_edits, chunk_starts, judge_rows, settings_key
 
 
 def verdict(judge, target, n, seen, shift):
@@ -32,6 +32,13 @@ def test_the_key_changes_with_any_setting_and_not_with_order():
     assert settings_key({"a": 1, "b": 2}) != settings_key({"a": 1, "b": 3})
 
 
+def every_chunk(x, attributes, targets, config, folder):
+    """Each attribute's edits of all faces, chunk by chunk in face order, as the run reads them."""
+    chunks = [chunk_edits(x, None, attributes, targets, config, None, folder, start, min(start + 2, len(x)))
+              for start in chunk_starts(len(x))]
+    return {a: (torch.cat([c[a][0] for c in chunks]), [t for c in chunks for t in c[a][1]]) for a in attributes}
+
+
 def test_edits_are_kept_by_chunk_and_a_resumed_run_makes_only_the_missing_ones(tmp_path, monkeypatch):
     made = []
 
@@ -48,37 +55,23 @@ def test_edits_are_kept_by_chunk_and_a_resumed_run_makes_only_the_missing_ones(t
     x = torch.rand(5, 3, 4, 4)
     targets = torch.ones(5, 40)
     config = type("Config", (), {"seed": 7})()
-    made_now = made_edits(x, None, ["Smiling", "Bangs"], targets, config, None, tmp_path)
+    made_now = every_chunk(x, ["Smiling", "Bangs"], targets, config, tmp_path)
     assert torch.equal(made_now["Smiling"][0], x + 0.5) and torch.equal(made_now["Bangs"][0], x - 0.5)
     assert len(made_now["Smiling"][1]) == 5
     # a chunk's faces in one batch per attribute, each face with its own seed
     assert made[:2] == [("Smiling", (7, 8)), ("Bangs", (7, 8))] and len(made) == 6
     (tmp_path / "Smiling-00002-00004.safetensors").unlink()  # a session ended before this chunk was kept
     made.clear()
-    again = made_edits(x, None, ["Smiling", "Bangs"], targets, config, None, tmp_path)
+    again = every_chunk(x, ["Smiling", "Bangs"], targets, config, tmp_path)
     assert torch.equal(again["Smiling"][0], made_now["Smiling"][0]) and made == [("Smiling", (9, 10))]
     assert torch.equal(again["Bangs"][0], made_now["Bangs"][0])
     assert not list(tmp_path.glob("*.tmp"))
 
 
-def test_a_second_process_makes_the_chunks_from_the_last_and_the_edits_come_back_in_face_order(tmp_path, monkeypatch):
-    made = []
-
-    class Result:
-        def __init__(self, images, seeds):
-            self.edits = images + torch.tensor(seeds, dtype=images.dtype).view(-1, 1, 1, 1)
-
-    def fake_generate(images, classifier, attribute, targets, config, generator, seeds):
-        made.append(seeds[0])
-        return Result(images, seeds)
-
-    monkeypatch.setattr(quality_visible, "generate", fake_generate)
+def test_a_second_process_takes_the_chunks_from_the_last(monkeypatch):
     monkeypatch.setattr(quality_visible, "CHUNK", 2)
-    x = torch.zeros(5, 3, 4, 4)
-    config = type("Config", (), {"seed": 0})()
-    edits, seconds = made_edits(x, None, ["Smiling"], torch.ones(5, 40), config, None, tmp_path, backward=True)["Smiling"]
-    assert made == [4, 2, 0]
-    assert [float(e[0, 0, 0]) for e in edits] == [0, 1, 2, 3, 4] and len(seconds) == 5
+    assert chunk_starts(5) == [0, 2, 4]
+    assert chunk_starts(5, backward=True) == [4, 2, 0]
 
 
 def part(attributes, n=300, command="python -m scripts.measurements.quality_visible --attributes x"):

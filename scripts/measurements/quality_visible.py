@@ -100,18 +100,6 @@ def chunk_starts(count: int, backward: bool = False) -> list[int]:
     return starts[::-1] if backward else starts
 
 
-def made_edits(x: torch.Tensor, classifier, attributes: list[str], targets: torch.Tensor, config, generator,
-               folder: Path | None, backward: bool = False) -> dict[str, tuple[torch.Tensor, list[float]]]:
-    """Each attribute's whole edit of each face and the seconds it took, chunk by chunk
-    (:func:`chunk_edits`), in face order."""
-    made = {start: chunk_edits(x, classifier, attributes, targets, config, generator, folder, start,
-                               min(start + CHUNK, len(x)))
-            for start in chunk_starts(len(x), backward)}
-    starts = sorted(made)
-    return {attribute: (torch.cat([made[start][attribute][0] for start in starts]),
-                        [t for start in starts for t in made[start][attribute][1]]) for attribute in attributes}
-
-
 def read_faces(originals: Originals, attributes: list[str], stops: dict[str, float], config, generator,
                edits_folder: Path | None, readings_folder: Path | None, backward: bool = False
                ) -> dict[str, tuple[dict[str, StopFaces], list[float]]]:
