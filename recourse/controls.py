@@ -39,22 +39,22 @@ def noisy_copy(model: nn.Module, sigma: float, seed: int = 0) -> nn.Module:
     return noisy
 
 
+def _all_decisions(model: nn.Module, images: torch.Tensor, batch_size: int) -> torch.Tensor:
+    return torch.cat([decisions(model(images[i:i + batch_size])) for i in range(0, len(images), batch_size)])
+
+
 @torch.no_grad()
 def matched_noise(teacher: nn.Module, images: torch.Tensor, target_agreement: float, seed: int = 0,
                   iterations: int = 14, batch_size: int = 250) -> NoiseControl:
     """The noisy teacher whose decision agreement with ``teacher`` on ``images`` (float in
     [0, 1]) is closest to ``target_agreement`` (%), by bisection on ``sigma`` (agreement
     falls as the noise grows)."""
-
-    def all_decisions(model: nn.Module) -> torch.Tensor:
-        return torch.cat([decisions(model(images[i:i + batch_size])) for i in range(0, len(images), batch_size)])
-
-    reference = all_decisions(teacher)
+    reference = _all_decisions(teacher, images, batch_size)
     low, high = 0.0, 1.0
     best = (float("inf"), 0.0, 100.0)
     for _ in range(iterations):
         sigma = (low + high) / 2
-        value = agreement(reference, all_decisions(noisy_copy(teacher, sigma, seed)))
+        value = agreement(reference, _all_decisions(noisy_copy(teacher, sigma, seed), images, batch_size))
         if abs(value - target_agreement) < best[0]:
             best = (abs(value - target_agreement), sigma, value)
         if value > target_agreement:
@@ -63,3 +63,13 @@ def matched_noise(teacher: nn.Module, images: torch.Tensor, target_agreement: fl
             high = sigma
     _, sigma, value = best
     return NoiseControl(noisy_copy(teacher, sigma, seed), sigma, value, target_agreement, seed)
+
+
+@torch.no_grad()
+def noise_at(teacher: nn.Module, images: torch.Tensor, target_agreement: float, sigma: float, seed: int = 0,
+             batch_size: int = 250) -> NoiseControl:
+    """The noisy teacher at a ``sigma`` that :func:`matched_noise` found before, its agreement
+    on ``images`` measured again (one pass instead of the bisection's fourteen)."""
+    model = noisy_copy(teacher, sigma, seed)
+    value = agreement(_all_decisions(teacher, images, batch_size), _all_decisions(model, images, batch_size))
+    return NoiseControl(model, sigma, value, target_agreement, seed)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import datetime
 import json
 import math
+import os
 import re
 import time
 from dataclasses import asdict, dataclass, field, replace
@@ -32,7 +33,8 @@ from recourse.checkpoints import (
     CONFIG_FILE, WEIGHTS_FILE, CheckpointError, file_digest, folder_bytes, load_classifier, read_config,
 )
 from recourse.compression import METHODS, load_variant
-from recourse.controls import matched_noise
+from recourse.caches import arrays_digest, json_digest
+from recourse.controls import NoiseControl, matched_noise, noise_at
 from recourse.data import load_framed_split, to_float_images
 from recourse.metrics import agreement, decisions
 from recourse.paired import Student
@@ -204,21 +206,22 @@ def _load_students(config: BenchmarkConfig) -> tuple[dict[str, Student], dict[st
 
 
 def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], matching: torch.Tensor, matched_to: str,
-                   size_bytes: int, draws: int = 1, matching_split: str | None = None, own_floor: bool = False
-                   ) -> dict[str, tuple[Student, VariantFacts]]:
+                   size_bytes: int, draws: int = 1, matching_split: str | None = None, own_floor: bool = False,
+                   memo: Path | None = None) -> dict[str, tuple[Student, VariantFacts]]:
     """The teacher with weight noise at ``matched_to``'s agreement with the teacher, as
     student rows: one per noise draw (``fp32-noise``, ``fp32-noise-s1``, ...: a family, so
     the table averages them like fine-tuning seeds), each draw's sigma matched by itself on
     the first :data:`NOISE_MATCH_IMAGES` of ``matching`` (from ``matching_split``; None: the
     run's own images, as the committed runs did). ``own_floor``: ``matched_to``'s own noise
     floor (``fp32-noise@<matched_to>``, ``fp32-noise-s1@<matched_to>``, ...;
-    :func:`recourse.benchmark.rows.matched_noise_draw`) rather than the noise control."""
+    :func:`recourse.benchmark.rows.matched_noise_draw`) rather than the noise control. ``memo``: the
+    folder where each draw's sigma is kept (:func:`remembered_noise`)."""
     sample = to_float_images(matching[:NOISE_MATCH_IMAGES])
     with torch.no_grad():
         target = agreement(decisions(teacher(sample)), decisions(students[matched_to].decider(sample)))
     controls = {}
     for draw in range(draws):
-        control = matched_noise(teacher, sample, target, seed=draw)
+        control = remembered_noise(teacher, sample, target, draw, memo)
         details = {"sigma": round(control.sigma, 6), "matched_to": matched_to, "target_agreement": round(target, 3),
                    "agreement_on_matching_images": round(control.agreement, 3), "seed": control.seed,
                    "matching_images": len(sample)}
@@ -231,6 +234,34 @@ def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], match
         controls[name] = (Student(name, control.model, control.model),
                           VariantFacts(False, 32.0, 0.0, size_bytes, details, "control"))
     return controls
+
+
+def remembered_noise(teacher: torch.nn.Module, sample: torch.Tensor, target: float, seed: int,
+                     memo: Path | None) -> NoiseControl:
+    """:func:`recourse.controls.matched_noise`, its sigma kept in the folder ``memo``: a run that
+    goes on in a later session measures the kept sigma once instead of bisecting again (each
+    process of a run bisected every draw on 3,000 faces: some 20 minutes of both cores). Keyed by
+    the teacher's weights, the matching faces, the target and the seed; where the kept sigma's
+    agreement is not the kept one, it bisects again."""
+    if memo is None:
+        return matched_noise(teacher, sample, target, seed=seed)
+    key = json_digest({"teacher": arrays_digest(teacher.state_dict()), "images": arrays_digest({"images": sample}),
+                       "target": target, "seed": seed})
+    path = memo / f"noise-sigma-{key[:24]}.json"
+    try:
+        kept = json.loads(path.read_text())
+        control = noise_at(teacher, sample, target, float(kept["sigma"]), seed)
+        if control.agreement == kept["agreement"]:
+            return control
+    except (OSError, ValueError, KeyError, TypeError):
+        pass
+    control = matched_noise(teacher, sample, target, seed=seed)
+    memo.mkdir(parents=True, exist_ok=True)
+    partial = path.with_suffix(f".{os.getpid()}.tmp")  # written whole, then named: another process never reads half
+    partial.write_text(json.dumps({"sigma": control.sigma, "agreement": control.agreement, "target": target,
+                                   "seed": seed, "key": key}))
+    partial.replace(path)
+    return control
 
 
 def rerun_row(teacher: torch.nn.Module, size_bytes: int) -> tuple[Student, VariantFacts]:
@@ -332,13 +363,14 @@ def _add_noise_controls(config: BenchmarkConfig, state, progress: Progress, teac
             matching = torch.as_tensor(load_framed_split(
                 Path(config.data), settings.noise_match_split, teacher.config.resolution, config.image_cache,
                 lambda done, total: progress(f"loading {settings.noise_match_split}", done, total)).images)
+    memo = config.kept or config.out / "noise-sigmas"  # the kept folder travels to the next session with the parts
     controls = {}
     if settings.noise_control in students:
         controls.update(noise_controls(teacher, students, matching, settings.noise_control, teacher_bytes,
-                                       settings.noise_draws, settings.noise_match_split))
+                                       settings.noise_draws, settings.noise_match_split, memo=memo))
     for variant in matched:
         controls.update(noise_controls(teacher, students, matching, variant, teacher_bytes, settings.noise_draws,
-                                       settings.noise_match_split, own_floor=True))
+                                       settings.noise_match_split, own_floor=True, memo=memo))
     for name, (control, fact) in controls.items():
         students[name], facts[name] = control, fact
         fingerprints[name] = settings.fingerprint(
