@@ -69,7 +69,10 @@ def default_quality_section() -> list[str]:
              "edit ends before, the whole edit: 'reached' says how often it got there). Judges: the independent "
              "ones, pooled over both targets (seen over the judge's ceiling on real faces; shift in units of the "
              "real class gap). FD on the oracle's features against real faces of the target class, beside the "
-             "real-versus-real floor. Seconds: a face's share of its batch of 20 on one thread while other jobs "
+             "real-versus-real floor: both carry a finite-sample bias that falls as the compared sets grow (the edits, or "
+             "the real faces with the target where those are fewer), and the edits' own distance does not, so FD over the "
+             "floor is read at this run's size, not as a constant of the edit (`docs/metrics.md`). "
+             "Seconds: a face's share of its batch of 20 on one thread while other jobs "
              "shared the two cores: not a speed figure (the app's own times: the stability page).", "", "```bash",
              *record.get("commands", ()), files.writing(record["command"], files.location(RUN)), "```", "",
              "| attribute | region | stop | reached % | FR % | FVA % | MNAC | FD (floor) | judges: seen/ceiling, shift "
