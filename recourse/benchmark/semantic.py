@@ -29,7 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -320,7 +320,7 @@ class RegisteredFamily:
     where they were read from and the file's SHA-256: the run records them in its settings, so
     that ``recourse recompute-claims`` needs nothing else."""
 
-    source: str
+    source: str = field(compare=False)  # where it was read: the same file read from elsewhere is the same family
     claims: tuple[RegisteredClaim, ...]
     equivalence_margin: float = EQUIVALENCE_MARGIN
     alpha: float = 0.05

@@ -11,7 +11,7 @@ from recourse.render.benchmark import (
 from recourse.render.claims import correction_name, held_claims
 from recourse.render.floors import floors_section
 from recourse.render.sweep_curves import curve_charts
-from scripts.docs.results import default_benchmark, files
+from scripts.docs.results import default_benchmark, files, primary_benchmark
 
 METRIC_NAMES = {"vd": ("VD", "lower", 1), "fa_75": ("FA¾", "lower", 1), "logit_gap": ("|Δlogit|", "lower", 2),
                 "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
@@ -59,7 +59,7 @@ def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
     lines = [f"### {title}", "", f"`{reproduction(result.command, record['settings'])}` ({result.date}, "
              f"{result.seconds:.0f} s, N = {result.n} "
              f"tasks, attributes {', '.join(result.attributes)}, margin {margin}; "
-             f"`assets/{name.replace('.json', '.md')}` adds intervals and per-attribute values)", "",
+             f"`{files.location(name.replace('.json', '.md'))}` adds intervals and per-attribute values)", "",
              markdown_table(list(result.rows)), ""]
     families = list(result.families)
     floors = floors_section(list(result.rows), families)  # a run with both floors only
@@ -130,18 +130,26 @@ def direction_section() -> list[str]:
                     ""]
 
 
+EARLIER = ("The sections below are the earlier run of issue 26 (tasks 500–699, before the registered family, the "
+           "judges and the floors on both sides), kept as it was published.")
+
+
 def page() -> list[str]:
-    return [*direction_section(), *default_benchmark.section(files.load, benchmark_tables)]
+    return [*primary_benchmark.section(files.load, benchmark_tables), "## Before the registered run", "", EARLIER, "",
+            *direction_section(), *default_benchmark.section(files.load, benchmark_tables)]
 
 
 def claims_page() -> list[str]:
-    return default_benchmark.statistics(files.load)
+    return [*primary_benchmark.statistics(files.load), *default_benchmark.statistics(files.load)]
 
 
 def headline() -> str:
     """The test run's size and how many of its claims hold after correction: each correction
     family by its own (a newer run's primary by Holm, secondary by Benjamini–Hochberg); the
     committed runs' one family of paired differences by Holm."""
+    primary = primary_benchmark.headline(files.load)
+    if primary is not None:
+        return primary
     record = files.load(default_benchmark.TEST_RUN)
     if record is None:
         return "the test run: not finished yet"

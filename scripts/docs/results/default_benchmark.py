@@ -137,7 +137,7 @@ def statistics(load: Loader) -> list[str]:
     """The test run's issue-26 statistics: directions with zero-length edits apart, Wilson
     intervals, TOST against the floor rows and the claims that survive correction."""
     record = load(TEST_RUN)
-    lines = ["## The test run's statistics", ""]
+    lines = ["## The earlier test run's statistics (issue 26)", ""]
     if record is None:
         return lines + ["_The test run: not finished yet._ It comes from:", "", "```bash", TEST_COMMAND, "```", ""]
     result = BenchmarkResult.from_dict(record)

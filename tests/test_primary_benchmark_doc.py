@@ -1,0 +1,124 @@
+"""The registered benchmark's section (scripts/docs/results/primary_benchmark.py) on a run made of
+random task records with judge readings, and the registration's place in the history."""
+
+import json
+import shlex
+import shutil
+import subprocess
+from dataclasses import asdict, replace
+from pathlib import Path
+
+import pytest
+
+from recourse.benchmark import BenchmarkResult
+from recourse.benchmark.claims import claims
+from recourse.benchmark.recompute import check_run
+from recourse.benchmark.rows import family_of, family_rows, row_recourse
+from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, write_columns
+from recourse.benchmark.semantic import RegisteredFamily
+from recourse.cli import build_parser
+from recourse.cli.benchmark import _benchmark_settings
+from recourse.paths import assets_dir, project_root
+from scripts.docs.results import primary_benchmark
+from tests.test_benchmark import _row
+from tests.test_benchmark_semantic import judged_records
+
+REGISTRATION = assets_dir() / "results" / primary_benchmark.REGISTRATION
+# two registered rows (one that sees less, one like the teacher) and the floors beside them
+RATES = {"ptq-int8": 0.05, "gptq-int2": 0.4, "fp32-rerun": 0.02, "fp32-ref-classifier-seed1": 0.3,
+         "fp32-ref-classifier-seed2": 0.3, "fp32-noise@ptq-int8": 0.05}
+COMMAND = ("python -m recourse benchmark --data ../shared/data/celeba-hq-64 --split test --first-task 700 --tasks 120 "
+           "--attributes Smiling Young --margin 2 --primary-family assets/results/benchmark-primary.json --out out/b")
+
+
+def fake_run(folder: Path) -> Path:
+    """A run of the registered family's settings on 120 random tasks, written as the benchmark
+    writes it: ``benchmark.json`` and its columns beside it."""
+    registered = replace(RegisteredFamily.from_file(REGISTRATION), source=f"assets/results/{REGISTRATION.name}")
+    settings = replace(_benchmark_settings(build_parser().parse_args(shlex.split(COMMAND)[3:])),
+                       primary_family=registered)
+    records = judged_records(RATES, tasks=120, seed=3, seen={"ptq-int8": 0.65, "gptq-int2": 0.1},
+                             attributes=("Smiling", "Young"))
+    saved = columns_of_records(records, list(RATES))
+    rows = [_row("fp32", family="fp32"),
+            *(replace(_row(n, family=family_of(n)), **row_recourse(n, saved.rows, list(saved.attributes), settings,
+                                                                   saved.semantic)) for n in RATES)]
+    families = family_rows(rows, records, settings)
+    folder.mkdir(parents=True)
+    result = BenchmarkResult(date="2026-12-06", command=COMMAND, split="test", n=120,
+                             attributes=("Smiling", "Young"), accuracy_images=120, processes=2, seconds=60.0,
+                             settings=asdict(settings), rows=tuple(rows), families=tuple(families),
+                             claims=tuple(claims(families, registered=registered)),
+                             columns=write_columns(folder / COLUMNS_FILE, saved))
+    path = folder / "benchmark.json"
+    path.write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
+    return path
+
+
+@pytest.fixture
+def committed_run(tmp_path, monkeypatch):
+    """The fake run where the page looks for the registered run, the registration beside it."""
+    results = tmp_path / "assets" / "results"
+    fake_run(results / primary_benchmark.RUN_FOLDER)
+    shutil.copy(REGISTRATION, results / primary_benchmark.REGISTRATION)
+    monkeypatch.setattr("scripts.docs.results.files.assets_dir", lambda: tmp_path / "assets")
+    from scripts.docs.results import files
+    return files.load
+
+
+def _tables(title: str, name: str, record: dict) -> list[str]:
+    return [f"### {title}", ""]
+
+
+def test_the_section_reads_the_registered_claims_and_the_judges(committed_run):
+    text = "\n".join(primary_benchmark.section(committed_run, _tables))
+    # the registration, its amendment, and the order the test below checks
+    assert "Does compression make a model's recourse less of a change a person sees?" in text
+    assert "**Amended 2026-12-05, before any result:** tasks 240 → 120" in text
+    # every registered row has its line, a row the run lacks says it was not tested
+    assert "| ptq-int8 | 1 | 60 |" in text and "| gptq-int2 | 1 | 60 |" in text
+    assert "| ptq-int4 | — | — | — | — | — | — | — | — | not tested |" in text
+    # the rarely seen row reads "less seen" by Holm; the counts of readings are said
+    assert "| gptq-int2 |" in text and "**less seen**" in text.split("| gptq-int2 |")[1].split("\n")[0]
+    assert "Readings: " in text and "not tested" in text
+    # the judges per attribute, the teacher first, the floors among the rows
+    judges = text.split("### What each judge saw")[1]
+    assert "| model | Smiling (n = 60): seen % / shift |" in judges
+    assert judges.index("| fp32 (teacher) |") < judges.index("| ptq-int8 |") < judges.index("| fp32-rerun |")
+    assert "### The run: tasks 700–819" in text
+    assert primary_benchmark.RECOMPUTE in text
+
+
+def test_the_page_and_the_recomputation_read_the_same_record(committed_run, tmp_path):
+    path = tmp_path / "assets" / "results" / primary_benchmark.RUN
+    _, again, problems = check_run(path)
+    assert problems == []
+    headline = primary_benchmark.headline(committed_run)
+    registered = sum(c.correction_family == "registered" and c.holds() for c in again.claims)  # 2 rows tested of 11
+    assert headline.startswith("N = 120 test tasks, registered: ")
+    assert f"{registered:,} of 4 registered claims hold after Holm's correction" in headline
+
+
+def test_before_the_run_the_section_gives_its_command():
+    text = "\n".join(primary_benchmark.section(lambda name: None, _tables))
+    assert "not finished yet" in text and primary_benchmark.RUN_COMMAND in text
+
+
+def _commits(*paths: str) -> list[str]:
+    """The commit times (oldest first) that touched ``paths``; [] where there is no history."""
+    try:
+        out = subprocess.run(["git", "log", "--reverse", "--format=%ct", "--", *paths], cwd=project_root(),
+                             capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return []
+    return out
+
+
+def test_the_registration_was_committed_before_any_result_of_its_run():
+    registration = _commits(f"assets/results/{primary_benchmark.REGISTRATION}")
+    results = _commits(primary_benchmark.PARTS, f"assets/results/{primary_benchmark.RUN_FOLDER}")
+    if not registration:
+        pytest.skip("no git history here (an export without .git)")
+    assert results, "the run's kept parts are committed"
+    # every commit of the registration (the amendment included) precedes the first result
+    assert int(registration[-1]) < int(results[0])
