@@ -60,6 +60,10 @@ def committed_run(tmp_path, monkeypatch):
     """The fake run where the page looks for the registered run, the registration beside it."""
     results = tmp_path / "assets" / "results"
     fake_run(results / primary_benchmark.RUN_FOLDER)
+    segments = {"how": "two sessions", "segments": [
+        {"start": "2026-12-06T04:00:00", "end": "2026-12-06T05:00:00", "paused_minutes": 30.0},
+        {"start": "2026-12-06T06:00:00", "end": "2026-12-06T07:30:00", "paused_minutes": 0.0}]}
+    (results / primary_benchmark.SEGMENTS).write_text(json.dumps(segments))
     shutil.copy(REGISTRATION, results / primary_benchmark.REGISTRATION)
     monkeypatch.setattr("scripts.docs.results.files.assets_dir", lambda: tmp_path / "assets")
     from scripts.docs.results import files
@@ -87,6 +91,8 @@ def test_the_section_reads_the_registered_claims_and_the_judges(committed_run):
     assert judges.index("| fp32 (teacher) |") < judges.index("| ptq-int8 |") < judges.index("| fp32-rerun |")
     assert "### The run: tasks 700–819" in text
     assert primary_benchmark.RECOMPUTE in text
+    # the wall time over both segments, less the pause: 0.5 h + 1.5 h
+    assert "Wall time: 2.00 h on 2 cores in 2 segments, pauses left out (within the 3 h the issue allows)" in text
 
 
 def test_the_page_and_the_recomputation_read_the_same_record(committed_run, tmp_path):

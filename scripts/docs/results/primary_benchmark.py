@@ -15,10 +15,13 @@ from recourse.render.claims import correction_name, held_claims, statistics_repo
 from recourse.render.semantic import judges_table, registered_summary, registered_table
 from recourse.render.sweep_curves import curve_charts
 from scripts.docs.results import files
+from scripts.docs.results.default_benchmark import segment_seconds
 
 REGISTRATION = "benchmark-primary.json"
 RUN_FOLDER = "benchmark-primary-run"  # under assets/results/: the run's record, markdown and columns as written
 RUN = f"{RUN_FOLDER}/benchmark.json"
+# The run spans sessions: each segment's start, end and minutes paused (the record's "seconds" is its last segment's)
+SEGMENTS = f"{RUN_FOLDER}/segments.json"
 PARTS = "assets/results/benchmark-primary-parts"
 SWEEPS = ("val-sweep-primary.json", "val-sweep-denoised.json")  # the VD curve: the newest sweep there is
 RUN_COMMAND = (
@@ -112,6 +115,16 @@ def vd_curve(load: Loader) -> list[str]:
             "```bash", files.current_paths(sweep["command"]), "```", "", curve_charts(points), ""]
 
 
+def wall_time(segments: dict | None, limit_hours: float = 3.0) -> list[str]:
+    """The run's wall time over its segments, against the issue's limit."""
+    if segments is None:
+        return []
+    hours = segment_seconds(segments) / 3600
+    return [f"Wall time: {hours:.2f} h on 2 cores in {len(segments['segments'])} segments, pauses left out "
+            f"({'within' if hours <= limit_hours else 'over'} the {limit_hours:g} h the issue allows): "
+            f"{segments['how']} (`{files.location(SEGMENTS)}`).", ""]
+
+
 def recompute_line() -> list[str]:
     return ["Every number of the run, its claims included, recomputes from the committed per-task columns alone "
             "(no model, face or cache; the columns' SHA-256 is checked against the record's):", "",
@@ -131,7 +144,7 @@ def section(load: Loader, tables: Tables) -> list[str]:
     return lines + [*answer(result), *judges(RUN, result), *vd_curve(load),
                     *tables(f"The run: tasks {result.settings.get('first_task', 0)}–"
                             f"{result.settings.get('first_task', 0) + result.n - 1}", RUN, record),
-                    *recompute_line(),
+                    *wall_time(load(SEGMENTS)), *recompute_line(),
                     "Every other claim of the run is secondary (Benjamini–Hochberg within its family): "
                     "[the statistics](benchmark-claims.md).", ""]
 
