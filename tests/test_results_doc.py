@@ -36,6 +36,7 @@ def test_benchmark_markdown_is_its_json_rendered(name):
     ("benchmark-denoised.json", "benchmark-denoised.md"),
     ("results/benchmark-foreign.json", "benchmark-foreign.md"),
     ("results/val-sweep-denoised.json", "results/val-sweep-denoised.md"),
+    ("results/benchmark-primary-run/benchmark.json", "results/benchmark-primary-run/benchmark.md"),
 ])
 def test_every_committed_benchmark_markdown_is_its_json_rendered(record, page):
     loaded = json.loads((assets_dir() / record).read_text())
