@@ -23,9 +23,9 @@ def _number(value: float | None, digits: int = 1, signed: bool = False) -> str:
 def reading(difference: Claim | None, equivalence: Claim | None, alpha: float = 0.05) -> str:
     """What the registered rule reads of a row's two claims: less or more seen than the
     teacher's, equivalent within the margin, or no claim."""
-    if difference is not None and difference.p == difference.p and difference.holds(alpha):
+    if difference is not None and difference.holds(alpha):  # an untested claim's p is NaN and never holds
         return "**less seen**" if difference.difference < 0 else "**more seen**"
-    if equivalence is not None and equivalence.p == equivalence.p and equivalence.holds(alpha):
+    if equivalence is not None and equivalence.holds(alpha):
         return f"**within ±{equivalence.margin:g}**"
     if (difference is None or difference.p != difference.p) and (equivalence is None or equivalence.p != equivalence.p):
         return "not tested"
