@@ -239,7 +239,9 @@ def test_a_broken_variant_is_listed_and_the_rest_work(tmp_path):
     assert "variant cf-ptq: not built yet" in text
 
 
-@pytest.mark.parametrize("run", ["validation margin sweep, denoised generator", "test split, cone walk (superseded)",
+@pytest.mark.parametrize("run", ["test split, registered run (region edit)", "validation margin sweep, region edit",
+                                 "test split, denoised generator",
+                                 "validation margin sweep, denoised generator", "test split, cone walk (superseded)",
                                  "test split, cone walk, second run on other faces", "validation margin sweep, cone walk"])
 def test_the_benchmark_tab_reads_every_committed_run(run):
     import json

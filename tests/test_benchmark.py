@@ -619,3 +619,22 @@ def test_the_margin_rule_reads_the_mean_of_the_noise_draws():
     assert chosen_margin([point(1, 20.0)], limit=5.0) is None
     no_control = SweepPoint(margin=0, teacher_success=100.0, teacher_cost=0.01, s=1, students={"g": {"vd": 0.0}})
     assert noise_control_vd(no_control) is None and chosen_margin([no_control]) is None
+
+
+def test_an_undefined_sweep_value_reads_back_undefined_not_missing():
+    """NaN (an empty S at that margin) is written as null; read back it is NaN again, so the
+    sweep table says "n/a" from the file as it did from the run."""
+    from recourse.benchmark.sweep import SweepPoint
+    from recourse.render.benchmark import sweep_table
+
+    point = SweepPoint(margin=6.0, teacher_success=100.0, teacher_cost=0.02, s=4,
+                       students={"g": {"vd": 0.0, "fa_50": float("nan"), "fa_75": float("nan"), "logit_gap": 0.2,
+                                       "logit_lean": 0.1}})
+    record = json.loads((ROOT / "assets" / "results" / "val-sweep-primary" / "benchmark.json").read_text())
+    written = BenchmarkResult.from_dict(record).to_dict()
+    written["sweep"] = [json.loads(json.dumps(BenchmarkResult.from_dict({**record, "sweep": [point.to_dict()]})
+                                              .to_dict()["sweep"][0]))]
+    assert written["sweep"][0]["students"]["g"]["fa_75"] is None  # JSON has no NaN
+    (read,) = BenchmarkResult.from_dict(written).sweep
+    assert math.isnan(read.students["g"]["fa_75"]) and read.students["g"]["vd"] == 0.0
+    assert sweep_table([read], ["g"]) == sweep_table([point], ["g"]) and "/ n/a |" in sweep_table([read], ["g"])

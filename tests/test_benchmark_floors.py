@@ -15,7 +15,9 @@ from recourse.benchmark.floors import (
     RERUN_FLOOR, RERUN_SEED_OFFSET, FloorScale, direction_scales, floor_scale, scale_position,
 )
 from recourse.benchmark.rows import REFERENCE_FAMILY, family_of, family_rows, is_floor, row_recourse
-from recourse.benchmark.sweep import SweepPoint, family_curves, has_noise_spread, noise_band, row_curves
+from recourse.benchmark.sweep import (
+    SweepPoint, family_curves, has_noise_spread, noise_band, outside_band, row_curves,
+)
 from recourse.benchmark.tasks import FP32, record_columns
 from recourse.benchmark.terms import mean_of, sd_of
 from recourse.generation import CounterfactualConfig
@@ -223,6 +225,16 @@ def test_the_curves_and_the_noise_band_over_the_margins():
     assert band.mean == (21.0, 13.0, 5.0) and band.low == (20.0, 12.0, 4.0) and band.high == (22.0, 14.0, 6.0)
     assert has_noise_spread(points) and not has_noise_spread(_points(draws=1))
     assert noise_band(_points(draws=0), "vd") is None
+
+
+def test_a_curve_leaves_the_band_where_it_lies_outside_the_draws_range():
+    points = _points()
+    band = noise_band(points, "vd")  # low (20, 12, 4), high (22, 14, 6)
+    families = {c.name: c for c in family_curves(points, "vd")}
+    assert outside_band(families["ptq-int4"], band) == ((0.0, 1), (1.0, 1))  # 25, 15 above; 5 inside
+    assert outside_band(families["cfq-qat"], band) == ((0.0, -1), (1.0, -1), (2.0, 1))
+    on_the_edge = replace(families["cfq-qat"], values=(20.0, 14.0, float("nan")))
+    assert outside_band(on_the_edge, band) == ()  # the range's ends are inside; an undefined value is not read
 
 
 def test_the_curve_tables_show_every_row_and_the_noise_draws_range():

@@ -128,3 +128,12 @@ def test_the_registration_was_committed_before_any_result_of_its_run():
     assert results, "the run's kept parts are committed"
     # every commit of the registration (the amendment included) precedes the first result
     assert int(registration[-1]) < int(results[0])
+
+
+def test_the_vd_curve_says_where_each_row_leaves_its_draws():
+    from tests.test_benchmark_floors import _points
+
+    reading = primary_benchmark.band_reading(_points())
+    assert reading[0] == ("Against the draws' range of VD (min–max of 3, not a test): `ptq-int4` outside it at margins "
+                          "0 (above), 1 (above); `cfq-qat` outside it at margins 0 (below), 1 (below), 2 (above).")
+    assert primary_benchmark.band_reading(_points(draws=0)) == []

@@ -37,6 +37,7 @@ def test_benchmark_markdown_is_its_json_rendered(name):
     ("results/benchmark-foreign.json", "benchmark-foreign.md"),
     ("results/val-sweep-denoised.json", "results/val-sweep-denoised.md"),
     ("results/benchmark-primary-run/benchmark.json", "results/benchmark-primary-run/benchmark.md"),
+    ("results/val-sweep-primary/benchmark.json", "results/val-sweep-primary/benchmark.md"),
 ])
 def test_every_committed_benchmark_markdown_is_its_json_rendered(record, page):
     loaded = json.loads((assets_dir() / record).read_text())

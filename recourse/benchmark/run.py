@@ -150,7 +150,10 @@ class BenchmarkResult:
             rows = tuple(BenchmarkRow(**row) for row in record["rows"])
             families = tuple(FamilyRow(**{**f, "variants": tuple(f["variants"]), "acc": tuple(f["acc"]),
                                           "agreement": tuple(f["agreement"])}) for f in record.get("families", ()))
-            sweep = tuple(SweepPoint(**point) for point in record.get("sweep", ()))
+            # an undefined value (an empty S at that margin) is NaN in memory and null in JSON
+            sweep = tuple(SweepPoint(**{**point, "students": {name: {k: _number(v) for k, v in values.items()}
+                                                              for name, values in point["students"].items()}})
+                          for point in record.get("sweep", ()))
             found = tuple(Claim(**{k: _number(v) for k, v in c.items()}) for c in record.get("claims", ()))
             if found and "corrected_low" not in record["claims"][0] and any(f.tests for f in families):
                 # written before claims carried corrected intervals: the claims of its own analysis

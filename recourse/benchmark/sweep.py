@@ -225,6 +225,14 @@ def has_noise_spread(points: list[SweepPoint]) -> bool:
     return len(noise_draws(points)) >= 2
 
 
+def outside_band(curve: SweepCurve, band: NoiseBand) -> tuple[tuple[float, int], ...]:
+    """The margins where ``curve`` leaves the noise draws' min–max, each with its side (+1
+    above the band, −1 below); margins where either is undefined are left out."""
+    return tuple((margin, 1 if value > high else -1)
+                 for margin, value, low, high in zip(curve.margins, curve.values, band.low, band.high)
+                 if value == value and low == low and not low <= value <= high)
+
+
 def _mean(values: list[float]) -> float:
     finite = [v for v in values if v == v]
     return sum(finite) / len(finite) if finite else float("nan")

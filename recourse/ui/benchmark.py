@@ -13,7 +13,9 @@ from recourse.paths import assets_dir
 from recourse.render.benchmark import accuracy_plot, display_rows
 from recourse.ui.errors import without_paths
 
-BENCHMARKS = {"test split, denoised generator": "benchmark-denoised.json",
+BENCHMARKS = {"test split, registered run (region edit)": "results/benchmark-primary-run/benchmark.json",
+              "validation margin sweep, region edit": "results/val-sweep-primary/benchmark.json",
+              "test split, denoised generator": "benchmark-denoised.json",
               "validation margin sweep, denoised generator": "results/val-sweep-denoised.json",
               "test split, cone walk (superseded)": "archive/benchmark.json",
               "test split, cone walk, second run on other faces": "archive/benchmark-second.json",

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from recourse.benchmark import BenchmarkResult
 from recourse.benchmark.judged_shares import shares_by_attribute
 from recourse.benchmark.saved_columns import read_columns
-from recourse.benchmark.sweep import SweepPoint
+from recourse.benchmark.sweep import SweepPoint, family_curves, noise_band, outside_band
 from recourse.render.claims import correction_name, held_claims, statistics_report
 from recourse.render.semantic import judges_table, registered_summary, registered_table
 from recourse.render.sweep_curves import curve_charts
@@ -23,7 +23,7 @@ RUN = f"{RUN_FOLDER}/benchmark.json"
 # The run spans sessions: each segment's start, end and minutes paused (the record's "seconds" is its last segment's)
 SEGMENTS = f"{RUN_FOLDER}/segments.json"
 PARTS = "assets/results/benchmark-primary-parts"
-SWEEPS = ("val-sweep-primary.json", "val-sweep-denoised.json")  # the VD curve: the newest sweep there is
+SWEEPS = ("val-sweep-primary/benchmark.json", "val-sweep-denoised.json")  # the VD curve: the newest sweep there is
 RUN_COMMAND = (
     "OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node 2 -m recourse benchmark --data ../shared/data/celeba-hq-64 "
     "--split test --first-task 700 --tasks 120 --attributes Smiling Young Male Mouth_Slightly_Open --margin 2 "
@@ -107,12 +107,30 @@ def vd_curve(load: Loader) -> list[str]:
     generator = ("today's default (the region edit of issue 36)" if regions else
                  "the generator before issue 36's region edit (no region mask): the curve of the run's own default "
                  "was not measured")
+    noise = sweep["settings"]
+    draws = (f"the {noise['noise_draws']} noise draws matched to `{noise['noise_control']}`'s agreement"
+             if noise.get("noise_control") and noise.get("noise_draws") else "the noise draws")
     return ["### VD as a curve", "",
-            f"VD, FA¾ and the signed Δlogit at each swept margin, each row against its noise draws' mean (dashed) and "
-            f"range (grey): {sweep['n']} {sweep['split']} tasks of `{files.location(name)}`, made with {generator}. "
+            f"VD, FA¾ and the signed Δlogit at each swept margin, each row against {draws}: their mean (dashed) and "
+            f"range (grey); {sweep['n']} {sweep['split']} tasks of `{files.location(name)}`, made with {generator}. "
             "At the run's margin 2 the noise draws' VD is near 0 by the margin rule's design, so one margin's VD "
             "cannot tell a 3- or 4-bit method from noise; the curve shows where each row leaves its draws.", "",
-            "```bash", files.current_paths(sweep["command"]), "```", "", curve_charts(points), ""]
+            "```bash", files.current_paths(sweep["command"]), "```", "", curve_charts(points), "",
+            *band_reading(points)]
+
+
+def band_reading(points: list[SweepPoint], metric: str = "vd") -> list[str]:
+    """Where each row's VD curve leaves its noise draws' range, read from the sweep."""
+    band = noise_band(points, metric)
+    if band is None:
+        return []
+    readings = []
+    for curve in family_curves(points, metric):
+        left = outside_band(curve, band)
+        where = ", ".join(f"{margin:g} ({'above' if side > 0 else 'below'})" for margin, side in left)
+        readings.append(f"`{curve.name}` {'outside it at margins ' + where if left else 'inside it at every margin'}")
+    return [f"Against the draws' range of VD (min–max of {len(band.draws)}, not a test): " + "; ".join(readings) + ".",
+            ""]
 
 
 def wall_time(segments: dict | None, limit_hours: float = 3.0) -> list[str]:
