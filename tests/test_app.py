@@ -134,7 +134,7 @@ def test_the_benchmark_tab_reads_its_file(project_home):
     from recourse.benchmark import BenchmarkResult, BenchmarkRow
 
     caption, table, plot = app.benchmark_view()
-    assert "No test split, denoised generator benchmark yet" in caption and table is None and plot is None
+    assert "No test split, registered run (region edit) benchmark yet" in caption and table is None and plot is None
     row = dict(acc=90.0, vd=None, crg=None, dirsim=None, success_rate=70.0, overhead=None, agreement=100.0,
                twin_integer_agreement=None, bits_per_weight=32.0, size_mb=1.0, latency_batch1_ms=1.0,
                latency_batch32_ms=9.0, integer_kernels=False, n=10, s=7, b=0)
