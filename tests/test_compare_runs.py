@@ -23,3 +23,25 @@ def test_identical_runs_pass_and_a_changed_part_fails(tmp_path, capsys):
     _run(tmp_path / "c", 0.5, 0.125)
     assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1
     assert "student parts compared: 1; largest difference: 0.025" in capsys.readouterr().out
+
+
+def test_kept_parts_and_the_records_compare_with_the_clock_left_out(tmp_path, capsys):
+    for name, sigma in (("a", 0.01), ("b", 0.01), ("c", 0.02)):
+        kept = tmp_path / name
+        kept.mkdir()
+        (kept / "noise-sigma-abc.json").write_text(json.dumps({"sigma": sigma, "agreement": 97.5}))
+        (kept / "ptq-int4-000700-def.json").write_text(json.dumps({"records": [{"cost": 0.1, "logit": 1.0}]}))
+    record = {"date": "2026-12-06", "seconds": 9.0, "rows": [{"method": "fp32", "acc": 90.0, "latency_batch1_ms": 7.0}]}
+    again = {**record, "date": "2026-12-07", "seconds": 5.0,
+             "rows": [{"method": "fp32", "acc": 90.0, "latency_batch1_ms": 6.0}]}
+    changed = {**again, "rows": [{"method": "fp32", "acc": 90.5, "latency_batch1_ms": 6.0}]}
+    for name, value in (("first", record), ("again", again), ("changed", changed)):
+        (tmp_path / f"{name}.json").write_text(json.dumps(value))
+    records = ["--records", str(tmp_path / "first.json")]
+    assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "b"), *records, str(tmp_path / "again.json")]) == 0
+    out = capsys.readouterr().out
+    assert "student parts compared: 2; largest difference: 0" in out and "records: 0 values differ" in out
+    assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "b"), *records, str(tmp_path / "changed.json")]) == 1
+    assert "records: 1 values differ (clock readings left out): rows[0].acc" in capsys.readouterr().out
+    assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1  # another sigma
+    assert "largest difference: inf" in capsys.readouterr().out
