@@ -43,5 +43,11 @@ def test_kept_parts_and_the_records_compare_with_the_clock_left_out(tmp_path, ca
     assert "student parts compared: 2; largest difference: 0" in out and "records: 0 values differ" in out
     assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "b"), *records, str(tmp_path / "changed.json")]) == 1
     assert "records: 1 values differ (clock readings left out): rows[0].acc" in capsys.readouterr().out
+    found = tmp_path / "found.json"
+    assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "b"), *records, str(tmp_path / "changed.json"),
+                              "--json", str(found)]) == 1
+    written = json.loads(found.read_text())
+    assert written["parts"] == {"teacher": 0, "student": 2} and written["record_differences"] == ["rows[0].acc"]
+    assert not written["identical"] and written["command"].startswith("python -m scripts.measurements.compare_runs ")
     assert compare_runs.main([str(tmp_path / "a"), str(tmp_path / "c")]) == 1  # another sigma
     assert "largest difference: inf" in capsys.readouterr().out

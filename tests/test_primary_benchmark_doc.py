@@ -137,3 +137,23 @@ def test_the_vd_curve_says_where_each_row_leaves_its_draws():
     assert reading[0] == ("Against the draws' range of VD (min–max of 3, not a test): `ptq-int4` outside it at margins "
                           "0 (above), 1 (above); `cfq-qat` outside it at margins 0 (below), 1 (below), 2 (above).")
     assert primary_benchmark.band_reading(_points(draws=0)) == []
+
+
+def test_the_wall_time_gives_the_timed_repeat_and_whether_it_reproduced_the_run():
+    segments = {"how": "two sessions, tests beside it", "segments": [
+        {"start": "2026-12-06T04:00:00", "end": "2026-12-06T08:00:00", "paused_minutes": 0.0}]}
+    rerun = {"how": "alone", "segments": [
+        {"start": "2026-12-06T10:00:00", "end": "2026-12-06T12:40:00", "paused_minutes": 10.0}]}
+    compared = {"command": "python -m scripts.measurements.compare_runs a b --records x y",
+                "parts": {"teacher": 6, "student": 150}, "largest_difference": {"teacher": 0.0, "student": 0.0},
+                "identical": True, "record_differences": []}
+    text = "\n".join(primary_benchmark.wall_time(segments, rerun, compared))
+    assert "Wall time: 4.00 h on 2 cores in 1 segments, pauses left out (over the 3 h the issue allows)" in text
+    assert ("The same command again, from an empty cache and keep-dir: 2.50 h on 2 cores in 1 segment(s), "
+            "10 min of pauses left out (within the 3 h): alone") in text
+    assert ("it reproduced the run: 6 teacher and 150 other parts compared, largest difference 0; "
+            "0 values of the record differ") in text and compared["command"] in text
+    changed = {**compared, "identical": False, "record_differences": ["rows[3].acc"]}
+    assert "did **not** reproduce the run" in "\n".join(primary_benchmark.wall_time(segments, rerun, changed))
+    assert "(rows[3].acc)" in "\n".join(primary_benchmark.wall_time(segments, rerun, changed))
+    assert primary_benchmark.wall_time(segments) == primary_benchmark.wall_time(segments, None, None)[:2]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 from pathlib import Path
 
 import torch
@@ -76,6 +77,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("second", help="another benchmark --out folder")
     parser.add_argument("--records", nargs=2, metavar=("FIRST_JSON", "SECOND_JSON"),
                         help="also compare the two runs' benchmark.json, clock readings left out")
+    parser.add_argument("--json", help="write what was compared and found here (for the results pages)")
     args = parser.parse_args(argv)
     first, second = _folder(Path(args.first)), _folder(Path(args.second))
     shared = sorted({p.name for p in first.iterdir()} & {p.name for p in second.iterdir()})
@@ -95,6 +97,13 @@ def main(argv: list[str] | None = None) -> int:
         print(f"records: {len(differences)} values differ (clock readings left out)"
               + (": " + ", ".join(differences[:20]) + (" …" if len(differences) > 20 else "") if differences else ""))
         same = same and not differences
+    if args.json:
+        found = {"command": "python -m scripts.measurements.compare_runs " + " ".join(argv if argv is not None
+                                                                                      else sys.argv[1:]),
+                 "parts": compared, "largest_difference": largest, "identical": same}
+        if args.records:
+            found["record_differences"] = differences
+        Path(args.json).write_text(json.dumps(found, indent=2) + "\n")
     return 0 if same else 1
 
 

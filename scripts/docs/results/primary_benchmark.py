@@ -22,6 +22,10 @@ RUN_FOLDER = "benchmark-primary-run"  # under assets/results/: the run's record,
 RUN = f"{RUN_FOLDER}/benchmark.json"
 # The run spans sessions: each segment's start, end and minutes paused (the record's "seconds" is its last segment's)
 SEGMENTS = f"{RUN_FOLDER}/segments.json"
+# The same command again from an empty cache and keep-dir, alone on the cores (tests beside it paused it):
+# its segments, and its parts and record compared with the committed ones
+RERUN_SEGMENTS = f"{RUN_FOLDER}/rerun-segments.json"
+RERUN_COMPARED = f"{RUN_FOLDER}/rerun-compared.json"
 PARTS = "assets/results/benchmark-primary-parts"
 SWEEPS = ("val-sweep-primary/benchmark.json", "val-sweep-denoised.json")  # the VD curve: the newest sweep there is
 RUN_COMMAND = (
@@ -133,14 +137,34 @@ def band_reading(points: list[SweepPoint], metric: str = "vd") -> list[str]:
             ""]
 
 
-def wall_time(segments: dict | None, limit_hours: float = 3.0) -> list[str]:
-    """The run's wall time over its segments, against the issue's limit."""
+def wall_time(segments: dict | None, rerun: dict | None = None, compared: dict | None = None,
+              limit_hours: float = 3.0) -> list[str]:
+    """The run's wall time over its segments against the issue's limit; then, where it was
+    made, the same command's again from an empty cache with nothing beside it, and whether
+    it reproduced the run."""
     if segments is None:
         return []
     hours = segment_seconds(segments) / 3600
-    return [f"Wall time: {hours:.2f} h on 2 cores in {len(segments['segments'])} segments, pauses left out "
-            f"({'within' if hours <= limit_hours else 'over'} the {limit_hours:g} h the issue allows): "
-            f"{segments['how']} (`{files.location(SEGMENTS)}`).", ""]
+    lines = [f"Wall time: {hours:.2f} h on 2 cores in {len(segments['segments'])} segments, pauses left out "
+             f"({'within' if hours <= limit_hours else 'over'} the {limit_hours:g} h the issue allows): "
+             f"{segments['how']} (`{files.location(SEGMENTS)}`).", ""]
+    if rerun is not None:
+        again = segment_seconds(rerun) / 3600
+        paused = sum(s.get("paused_minutes", 0.0) for s in rerun["segments"])
+        lines += [f"The same command again, from an empty cache and keep-dir: {again:.2f} h on 2 cores in "
+                  f"{len(rerun['segments'])} segment(s), {paused:.0f} min of pauses left out "
+                  f"({'within' if again <= limit_hours else 'over'} the {limit_hours:g} h): {rerun['how']} "
+                  f"(`{files.location(RERUN_SEGMENTS)}`).", ""]
+    if compared is not None:
+        parts, largest = compared["parts"], compared["largest_difference"]
+        differences = compared.get("record_differences", [])
+        verdict = "it reproduced the run" if compared["identical"] else "it did **not** reproduce the run"
+        lines += [f"Against the committed run, {verdict}: {parts['teacher']} teacher and {parts['student']} other "
+                  f"parts compared, largest difference {max(largest.values()):g}; "
+                  f"{len(differences)} values of the record differ, clock readings left out"
+                  + (f" ({', '.join(differences[:5])}{' …' if len(differences) > 5 else ''})" if differences else "")
+                  + f" (`{files.location(RERUN_COMPARED)}`):", "", "```bash", compared["command"], "```", ""]
+    return lines
 
 
 def recompute_line() -> list[str]:
@@ -162,7 +186,7 @@ def section(load: Loader, tables: Tables) -> list[str]:
     return lines + [*answer(result), *judges(RUN, result), *vd_curve(load),
                     *tables(f"The run: tasks {result.settings.get('first_task', 0)}–"
                             f"{result.settings.get('first_task', 0) + result.n - 1}", RUN, record),
-                    *wall_time(load(SEGMENTS)), *recompute_line(),
+                    *wall_time(load(SEGMENTS), load(RERUN_SEGMENTS), load(RERUN_COMPARED)), *recompute_line(),
                     "Every other claim of the run is secondary (Benjamini–Hochberg within its family): "
                     "[the statistics](benchmark-claims.md).", ""]
 

@@ -1,0 +1,39 @@
+from datetime import datetime
+
+import pytest
+
+from scripts.docs.results.default_benchmark import segment_seconds
+from scripts.measurements import run_segments
+
+LOG = ["segment start 2026-12-06T10:00:00", "pause 2026-12-06T10:20:00", "resume 2026-12-06T10:30:00",
+       "cut 2026-12-06T11:00:00", "", "segment start 2026-12-07T09:00:00", "pause 2026-12-07T09:10:00",
+       "resume 2026-12-07T09:11:30"]
+
+
+def test_segments_add_up_their_spans_less_their_pauses():
+    segments = run_segments.segments_of(LOG, end=datetime(2026, 12, 7, 10, 0))
+    assert segments == [{"start": "2026-12-06T10:00:00", "end": "2026-12-06T11:00:00", "paused_minutes": 10.0},
+                        {"start": "2026-12-07T09:00:00", "end": "2026-12-07T10:00:00", "paused_minutes": 1.5}]
+    assert segment_seconds({"segments": segments}) == (50 + 58.5) * 60  # the page reads them the same way
+
+
+@pytest.mark.parametrize("lines, message", [
+    (["pause 2026-12-06T10:00:00"], "before any 'segment start'"),
+    (["segment start 2026-12-06T10:00:00", "resume 2026-12-06T10:01:00"], "without a pause"),
+    (["segment start 2026-12-06T10:00:00", "pause 2026-12-06T10:01:00"], "ends paused"),
+    (["segment start 2026-12-06T10:00:00", "segment start 2026-12-06T11:00:00"], "no 'cut' line"),
+    (["segment start 2026-12-06T10:00:00", "stopped 2026-12-06T10:01:00"], "unknown line"),
+    ([], "no 'segment start'"),
+])
+def test_a_log_that_cannot_be_read_says_why(lines, message):
+    with pytest.raises(ValueError, match=message):
+        run_segments.segments_of(lines, end=datetime(2026, 12, 7))
+
+
+def test_the_command_writes_what_the_page_reads(tmp_path, capsys):
+    (tmp_path / "segments.log").write_text("\n".join(LOG) + "\n")
+    out = tmp_path / "segments.json"
+    assert run_segments.main([str(tmp_path / "segments.log"), "--end", "2026-12-07T10:00:00", "--how", "timed",
+                              "--json", str(out)]) == 0
+    assert "2 segment(s), 11.5 min paused: 1.81 h of wall time" in capsys.readouterr().out
+    assert '"how": "timed"' in out.read_text()
