@@ -134,8 +134,12 @@ def test_the_vd_curve_says_where_each_row_leaves_its_draws():
     from tests.test_benchmark_floors import _points
 
     reading = primary_benchmark.band_reading(_points())
-    assert reading[0] == ("Against the draws' range of VD (min–max of 3, not a test): `ptq-int4` outside it at margins "
-                          "0 (above), 1 (above); `cfq-qat` outside it at margins 0 (below), 1 (below), 2 (above).")
+    assert reading[0] == ("Against the draws' range of VD % (min–max of 3, not a test): `ptq-int4` outside it at "
+                          "margins 0 (above), 1 (above); `cfq-qat` outside it at margins 0 (below), 1 (below), 2 (above).")
+    # the signed Δlogit: the draws lie in [-0.4, -0.2]; ptq-int4's seeds' mean -0.4, -0.45, -0.5; cfq-qat +0.25
+    assert reading[2] == ("Against the draws' range of signed Δlogit (min–max of 3, not a test): `ptq-int4` outside it "
+                          "at margins 1 (below), 2 (below); `cfq-qat` outside it at margins 0 (above), 1 (above), "
+                          "2 (above).")
     assert primary_benchmark.band_reading(_points(draws=0)) == []
 
 

@@ -13,7 +13,7 @@ from recourse.benchmark.saved_columns import read_columns
 from recourse.benchmark.sweep import SweepPoint, family_curves, noise_band, outside_band
 from recourse.render.claims import correction_name, held_claims, statistics_report
 from recourse.render.semantic import judges_table, registered_summary, registered_table
-from recourse.render.sweep_curves import curve_charts
+from recourse.render.sweep_curves import CURVE_LABELS, curve_charts
 from scripts.docs.results import files
 from scripts.docs.results.default_benchmark import segment_seconds
 
@@ -123,18 +123,21 @@ def vd_curve(load: Loader) -> list[str]:
             *band_reading(points)]
 
 
-def band_reading(points: list[SweepPoint], metric: str = "vd") -> list[str]:
-    """Where each row's VD curve leaves its noise draws' range, read from the sweep."""
-    band = noise_band(points, metric)
-    if band is None:
-        return []
-    readings = []
-    for curve in family_curves(points, metric):
-        left = outside_band(curve, band)
-        where = ", ".join(f"{margin:g} ({'above' if side > 0 else 'below'})" for margin, side in left)
-        readings.append(f"`{curve.name}` {'outside it at margins ' + where if left else 'inside it at every margin'}")
-    return [f"Against the draws' range of VD (min–max of {len(band.draws)}, not a test): " + "; ".join(readings) + ".",
-            ""]
+def band_reading(points: list[SweepPoint], metrics: tuple[str, ...] = ("vd", "logit_lean")) -> list[str]:
+    """Where each row's curve leaves its noise draws' range, for each of ``metrics``, read from the sweep."""
+    lines = []
+    for metric in metrics:
+        band = noise_band(points, metric)
+        if band is None:
+            return []
+        readings = []
+        for curve in family_curves(points, metric):
+            left = outside_band(curve, band)
+            where = ", ".join(f"{margin:g} ({'above' if side > 0 else 'below'})" for margin, side in left)
+            readings.append(f"`{curve.name}` {'outside it at margins ' + where if left else 'inside it at every margin'}")
+        lines += [f"Against the draws' range of {CURVE_LABELS[metric][0]} (min–max of {len(band.draws)}, not a test): "
+                  + "; ".join(readings) + ".", ""]
+    return lines
 
 
 def wall_time(segments: dict | None, rerun: dict | None = None, compared: dict | None = None,
