@@ -19,6 +19,8 @@ import json
 from datetime import datetime, timezone
 from pathlib import Path
 
+from scripts.docs.results.default_benchmark import segment_seconds
+
 
 def segments_of(lines: list[str], end: datetime) -> list[dict]:
     """Each segment's start, end and minutes paused, from the log's lines; ``end`` closes the last."""
@@ -74,8 +76,7 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as error:
         parser.error(str(error))
     Path(args.json).write_text(json.dumps({"how": args.how, "segments": segments}, indent=2) + "\n")
-    hours = sum((datetime.fromisoformat(s["end"]) - datetime.fromisoformat(s["start"])).total_seconds()
-                - 60 * s["paused_minutes"] for s in segments) / 3600
+    hours = segment_seconds({"segments": segments}) / 3600
     print(f"{len(segments)} segment(s), {sum(s['paused_minutes'] for s in segments):.1f} min paused: "
           f"{hours:.2f} h of wall time; wrote {args.json}")
     return 0
