@@ -34,7 +34,7 @@ from recourse.ui.audit import build_audit_tab, method_controls, select_gallery_f
 from recourse.ui.benchmark import benchmark_view, build_benchmark_tab
 from recourse.ui.failures import build_failures_tab, find_failures, select_failure
 from recourse.ui.limits import CACHE_LIFETIME_S, HEAVY_CONCURRENCY, PUBLIC, QUEUE_SIZE, SESSIONS_KEPT
-from recourse.ui.startup import LOADING, after_loading, request_limits, start_up
+from recourse.ui.startup import LOADING, after_loading, distrust_forwarded_headers, request_limits, start_up
 from recourse.ui.texts import HEADING
 from recourse.ui.your_models import use_cards
 
@@ -140,6 +140,7 @@ def __getattr__(name: str):
 if __name__ == "__main__":
     limit_arenas(HEAVY_CONCURRENCY)  # before Gradio's worker threads exist (recourse.memory)
     log = partial(print, flush=True)
+    distrust_forwarded_headers()  # the middleware alone names the caller (recourse.request_limits)
     start_up(log)  # quick: a broken classifier or generator stops the app here, exit code 2
     # every other model, then a warm-up audit, in the background once the server is up
     LOADING.start(log, when=lambda: demo.is_running)

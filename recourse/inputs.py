@@ -19,6 +19,8 @@ from typing import Any
 import gradio as gr
 from gradio.utils import get_upload_folder
 
+from recourse.ui.errors import Refusal
+
 REFUSED = "Upload the photo as a file (drag it in or choose it); other ways of naming an image are not accepted."
 
 
@@ -30,16 +32,16 @@ def uploaded_path(payload: Any) -> str:
     path = getattr(payload, "path", None) if not isinstance(payload, dict) else payload.get("path")
     url = getattr(payload, "url", None) if not isinstance(payload, dict) else payload.get("url")
     if isinstance(url, str) and url.startswith("data:"):
-        raise gr.Error(REFUSED)
+        raise Refusal(REFUSED)
     if not isinstance(path, str) or not path or "\x00" in path:
-        raise gr.Error(REFUSED)
+        raise Refusal(REFUSED)
     folder = Path(get_upload_folder()).resolve()
     try:
         resolved = Path(path).resolve(strict=True)
     except (OSError, RuntimeError):  # missing, or a symbolic-link loop
-        raise gr.Error(REFUSED) from None
+        raise Refusal(REFUSED) from None
     if folder not in resolved.parents or not resolved.is_file():
-        raise gr.Error(REFUSED)
+        raise Refusal(REFUSED)
     return str(resolved)
 
 
@@ -82,7 +84,7 @@ class WholeNumber(gr.Number):
         if payload is not None and (isinstance(payload, bool) or not isinstance(payload, (int, float))
                                     or isinstance(payload, float) and not payload.is_integer()):
             shown = repr(payload)
-            raise gr.Error(f"{self.label or 'value'} must be a whole number, got "
+            raise Refusal(f"{self.label or 'value'} must be a whole number, got "
                            f"{shown[:40] + '…' if len(shown) > 40 else shown}")
         return super().preprocess(payload)
 
@@ -92,7 +94,7 @@ def check_choice(payload: Any, choices: list) -> None:
     (Gradio's own refusal echoes the whole value: 5 MB in, 5 MB out)."""
     if payload is not None and (not isinstance(payload, (str, int, float)) or payload not in choices):
         shown = repr(payload)
-        raise gr.Error(f"unknown choice {shown[:40] + '…' if len(shown) > 40 else shown}; choose one of the list")
+        raise Refusal(f"unknown choice {shown[:40] + '…' if len(shown) > 40 else shown}; choose one of the list")
 
 
 class Choice(gr.Dropdown):

@@ -8,15 +8,19 @@ answer and nothing read:
 * an upload once the caller has uploaded ``upload_quota`` bytes within ``window_s``
   seconds (uploads are written to disk before any event runs);
 * a request to any route that starts work (``recourse.route_policy``) while the caller
-  already has ``max_queued`` such requests in flight or events waiting or running;
+  already has ``max_queued`` such requests in flight or events waiting or running, or, once
+  ``crowd`` requests of all callers wait or run, while it has any: under a crowd each caller
+  keeps one place, so that a newcomer still finds room in the queue;
 * in public mode, any route the policy closes.
 
 A request that makes the app raise before it answers gets a short JSON answer too (400 when
-it is malformed), never a bare 500.
+it is malformed), never a bare 500. Each refusal is logged in one line.
 
-A caller is the socket's peer address; behind a proxy that sets ``X-Forwarded-For`` (a
-Hugging Face Space) its first entry, when ``trust_forwarded`` is set. Only a proxy that
-writes that header itself may be trusted with it: anyone can send one.
+A caller is the socket's peer address, or, behind ``trusted_proxies`` proxies that each append
+the address they were reached from to ``X-Forwarded-For`` (a Hugging Face Space: one), the
+entry that many places from the right: the one the outermost trusted proxy wrote. Entries to
+its left are whatever the caller sent, and anyone can send one. The caller is written into
+the request's ``client`` so that Gradio and the queue count see the same one.
 """
 
 from __future__ import annotations
@@ -36,16 +40,20 @@ Send = Callable[[dict], Awaitable[None]]
 BODY_METHODS = ("POST", "PUT", "PATCH")
 
 
-def client_of(scope: Scope, trust_forwarded: bool) -> str:
+def client_of(scope: Scope, trusted_proxies: int = 0) -> str:
     """Who sent a request (see the module's note on ``X-Forwarded-For``)."""
-    if trust_forwarded:
-        for name, value in scope.get("headers", ()):
-            if name == b"x-forwarded-for":
-                first = value.decode("latin-1").split(",")[0].strip()
-                if first:
-                    return first
     client = scope.get("client")
-    return client[0] if client else "unknown"
+    peer = client[0] if client else "unknown"
+    if trusted_proxies <= 0:
+        return peer
+    entries = [entry.strip() for name, value in scope.get("headers", ()) if name == b"x-forwarded-for"
+               for entry in value.decode("latin-1").split(",")]
+    entries = [entry for entry in entries if entry]
+    if not entries:
+        return peer  # the request did not come through the proxy
+    # fewer entries than proxies: the request entered the chain further in; its first entry
+    # was still written by a trusted proxy
+    return entries[-min(trusted_proxies, len(entries))][:64]
 
 
 class UploadQuota:
@@ -76,56 +84,70 @@ class UploadQuota:
 
 class RequestLimits:
     """The middleware. ``queued(client)`` counts the caller's events in the queue (waiting or
-    running). Every route that starts work (``recourse.route_policy``: the queue, the
-    ``/call`` routes, the direct runs) passes one cap: the caller's requests to such routes
-    still being answered plus its events in the queue may not exceed ``max_queued``. The
-    requests in flight are counted because the queue learns of an event only when its
-    request is answered: 70 calls posted at once would otherwise all find an empty queue.
+    running), ``queued_total()`` every caller's. Every route that starts work
+    (``recourse.route_policy``: the queue, the ``/call`` routes, the direct runs) passes one cap:
+    the caller's requests to such routes still being answered plus its events in the queue may
+    not exceed ``max_queued``, or 1 once all callers' together reach ``crowd``. The requests in
+    flight are counted because the queue learns of an event only when its request is answered:
+    70 calls posted at once would otherwise all find an empty queue.
     ``public``: closed routes are answered 404, and body routes no rule covers are closed.
     ``malformed``: the server's own exception types that mean a malformed request (answered 400).
     An event route's 500 (Gradio's answer when a direct run's function refuses its input)
     becomes 422, its message kept."""
 
     def __init__(self, app: Callable, *, max_body: int, upload_quota: int, window_s: float, max_queued: int,
-                 queued: Callable[[str], int], trust_forwarded: bool = False, public: bool = False,
+                 queued: Callable[[str], int], queued_total: Callable[[], int] = lambda: 0,
+                 crowd: float = float("inf"), trusted_proxies: int = 0, public: bool = False,
                  malformed: tuple[type[BaseException], ...] = ()) -> None:
         self.app, self.max_body, self.max_queued, self.queued = app, max_body, max_queued, queued
+        self.queued_total, self.crowd = queued_total, crowd
         self.malformed = MALFORMED + tuple(malformed)
         self.quota = UploadQuota(upload_quota, window_s)
-        self.trust_forwarded, self.public = trust_forwarded, public
+        self.trusted_proxies, self.public = trusted_proxies, public
         self._in_flight: dict[str, int] = defaultdict(int)
 
     def in_flight(self, client: str) -> int:
         return self._in_flight.get(client, 0)
 
+    def share_refused(self, client: str) -> str | None:
+        """Why ``client`` may not start more work now, or None."""
+        own = self.queued(client) + self.in_flight(client)
+        if own >= self.max_queued:
+            return f"You already have {self.max_queued} requests waiting or running; wait for one to finish."
+        if own and self.queued_total() + sum(self._in_flight.values()) >= self.crowd:
+            return ("The app is busy: while this many requests wait, each caller may have one at a time; "
+                    "wait for yours to finish.")
+        return None
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
+        client = client_of(scope, self.trusted_proxies)
+        scope = {**scope, "client": (client, 0)}  # Gradio, its queue and its logs see the caller
         method, path = scope.get("method", "GET"), _route_path(scope)
         kind = route_policy.public_kind(path, method) if self.public else route_policy.classify(path, method)
         if kind == route_policy.CLOSED:
-            return await _refuse(send, 404, "Not found.")
+            return await _refuse(send, 404, "Not found.", scope)
         if method not in BODY_METHODS:
             return await _answered(self.app, scope, receive, send, self.malformed)
-        client = client_of(scope, self.trust_forwarded)
         upload = kind == route_policy.UPLOAD
         limit = self.quota.left(client) if upload else self.max_body
         length = _content_length(scope)
         if length is None:
-            return await _refuse(send, 411, "A request body needs a Content-Length.")
+            return await _refuse(send, 411, "A request body needs a Content-Length.", scope)
         if upload and length > limit:
             return await _refuse(send, 429, f"Upload quota reached: at most {self.quota.quota // 2**20} MB per "
-                                            f"{self.quota.window_s / 60:g} minutes. Try again later.")
+                                            f"{self.quota.window_s / 60:g} minutes. Try again later.", scope)
         if length > limit:
-            return await _refuse(send, 413, f"Request body larger than {limit // 2**10} KB.")
+            return await _refuse(send, 413, f"Request body larger than {limit // 2**10} KB.", scope)
         if upload:
             self.quota.add(client, length)
         if kind != route_policy.EVENT:
             return await _answered(self.app, scope, _capped(receive, length), send, self.malformed)
         # no await between the count and the reservation: concurrent requests see each other
-        if self.queued(client) + self.in_flight(client) >= self.max_queued:
-            return await _refuse(send, 429, f"You already have {self.max_queued} requests waiting or running; "
-                                            "wait for one to finish.")
+        refused = self.share_refused(client)
+        if refused is not None:
+            return await _refuse(send, 429, refused, scope)
         self._in_flight[client] += 1
         try:
             return await _answered(self.app, scope, _capped(receive, length), send, self.malformed, refused=422)
@@ -204,7 +226,10 @@ def _capped(receive: Receive, length: int) -> Receive:
     return wrapped
 
 
-async def _refuse(send: Send, status: int, message: str) -> None:
+async def _refuse(send: Send, status: int, message: str, scope: Scope | None = None) -> None:
+    if scope is not None:  # one line a refusal: a stranger's floods must not fill the log
+        print(f"refused {status} {scope.get('method', '')} {scope.get('path', '')[:120]} "
+              f"from {scope['client'][0]}: {message[:120]}", flush=True)
     body = json.dumps({"error": message}).encode()
     await send({"type": "http.response.start", "status": status,
                 "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),

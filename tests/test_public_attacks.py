@@ -504,8 +504,8 @@ def test_the_upload_quota_is_a_sliding_window_per_caller():
     now[0] = 11
     assert quota.left("a") == 100
     scope = {"client": ("10.0.0.1", 5), "headers": [(b"x-forwarded-for", b"1.2.3.4, 10.0.0.9")]}
-    assert client_of(scope, trust_forwarded=False) == "10.0.0.1"  # a header anyone can send
-    assert client_of(scope, trust_forwarded=True) == "1.2.3.4"  # behind a Space's proxy
+    assert client_of(scope, trusted_proxies=0) == "10.0.0.1"  # a header anyone can send
+    assert client_of(scope, trusted_proxies=1) == "10.0.0.9"  # the entry a Space's proxy appended
 
 
 @pytest.mark.parametrize("value", [True, False, float("nan"), float("inf"), "3", None, [1]])

@@ -30,7 +30,7 @@ from recourse.render.path_plot import path_svg
 from recourse.render.methods import CONTROL_LABELS, METHOD_CHOICES, METHOD_CONTROLS, METHOD_NOTES, method_summary
 from recourse.render.pictures import display_pictures, enlarge, to_pil
 from recourse.ui import limits
-from recourse.ui.errors import EXPECTED_ERRORS, unexpected, without_paths
+from recourse.ui.errors import EXPECTED_ERRORS, Refusal, unexpected, without_paths
 from recourse.ui.settings import DEFAULTS, STOPS, _number, deadline, method_from, settings_from
 from recourse.ui.storage import export, shareable
 from recourse.ui.texts import BUDGET_NOTE, GALLERY_LABEL, GLOSSARY
@@ -74,12 +74,12 @@ def chosen_image(upload: str | None, selected: np.ndarray | None):
         return Path(upload)
     if selected is not None:
         return framed_tensor(np.asarray(selected, dtype=np.uint8))
-    raise gr.Error("Choose a face from the gallery or upload a photo first.")
+    raise Refusal("Choose a face from the gallery or upload a photo first.")
 
 
 def target_from(label: str):
     if label not in TARGETS:
-        raise gr.Error(f"unknown target {str(label)[:40]!r}; choose one of: {', '.join(TARGETS)}")
+        raise Refusal(f"unknown target {str(label)[:40]!r}; choose one of: {', '.join(TARGETS)}")
     return TARGETS[label]
 
 
@@ -226,7 +226,7 @@ class AuditTab:
             try:
                 require(pair, attribute)
             except ValueError as error:
-                raise gr.Error(str(error)) from None
+                raise Refusal(str(error)) from None
             variant, models = pair.name, {"teacher": pair.teacher, "student": pair.student}
         passes = pair.black_box.forward_passes if pair is not None and pair.black_box is not None else 0
         # checked after decoding, aligning, each counterfactual and each attribution
@@ -272,7 +272,7 @@ class AuditTab:
         except gr.Error:
             raise
         except EXPECTED_ERRORS as error:
-            raise gr.Error(without_paths(error)) from None
+            raise Refusal(without_paths(error)) from None
         except Exception as error:  # noqa: BLE001 — a public app answers every request
             raise unexpected(error) from None
         finally:

@@ -11,7 +11,7 @@ from recourse.benchmark import BenchmarkResult
 from recourse.inputs import OneOf
 from recourse.paths import assets_dir
 from recourse.render.benchmark import accuracy_plot, display_rows
-from recourse.ui.errors import without_paths
+from recourse.ui.errors import Refusal, without_paths
 
 BENCHMARKS = {"test split, registered run (region edit)": "results/benchmark-primary-run/benchmark.json",
               "validation margin sweep, region edit": "results/val-sweep-primary/benchmark.json",
@@ -32,7 +32,7 @@ def benchmark_view(run: str | None = None):
     run = first_benchmark_run() if run is None else run
     name = BENCHMARKS.get(run)
     if name is None:
-        raise gr.Error(f"unknown benchmark run; choose one of: {', '.join(BENCHMARKS)}")
+        raise Refusal(f"unknown benchmark run; choose one of: {', '.join(BENCHMARKS)}")
     path = assets_dir() / name
     if not path.is_file():
         return (f"**No {run} benchmark yet.** Run `python -m recourse benchmark --data PATH --split test --tasks 180 "

@@ -28,6 +28,18 @@ def without_paths(error: BaseException) -> str:
     return message[:500]
 
 
+class Refusal(gr.Error):
+    """What a caller sent or asked for, refused: the message shown to them, and one line in the
+    server's log. Gradio prints a traceback for every ``gr.Error`` by default, and a stranger's
+    refused requests would fill the log with them."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, print_exception=False)
+        print(f"refused: {message[:200]}", flush=True)
+
+
 def unexpected(error: BaseException) -> gr.Error:
-    traceback.print_exception(error)  # the server's log keeps the details
-    return gr.Error("Something went wrong inside the app (logged on the server). Try again or choose other settings.")
+    """A failure nobody foresaw: its traceback to the log once, a generic message to the caller."""
+    traceback.print_exception(error)
+    return gr.Error("Something went wrong inside the app (logged on the server). Try again or choose other settings.",
+                    print_exception=False)

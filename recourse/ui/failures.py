@@ -24,7 +24,7 @@ from recourse.render.pictures import enlarge
 from recourse.scan import FolderCase, read_folder, scan_images
 from recourse.ui import limits
 from recourse.ui.audit import TARGETS, framed_tensor, gallery_faces
-from recourse.ui.errors import EXPECTED_ERRORS, unexpected, without_paths
+from recourse.ui.errors import EXPECTED_ERRORS, Refusal, unexpected, without_paths
 from recourse.ui.settings import DEFAULTS, deadline, scan_count, settings_from
 from recourse.ui.texts import FAILURES_INTRO, YOUR_MODELS_SCAN_NOTE
 from recourse.ui.your_models import black_box_passes, card_pair
@@ -40,7 +40,7 @@ def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, ph
                 [framed_tensor(np.asarray(Image.open(path).convert("RGB"))) for path, _ in chosen])
     if source == "uploaded photos":
         if not photos:
-            raise gr.Error("Upload one or more photos to rank.")
+            raise Refusal("Upload one or more photos to rank.")
         names, images = [], []
         for photo in list(dict.fromkeys(photos))[:count]:  # checked paths in the upload folder (UploadedFiles)
             path = Path(photo)
@@ -51,17 +51,17 @@ def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, ph
                 gr.Warning(f"{path.name}: {without_paths(error)}; left out")
             check("align")
         if not images:
-            raise gr.Error("None of the uploaded photos has a face that could be aligned.")
+            raise Refusal("None of the uploaded photos has a face that could be aligned.")
         return tuple(names), images
     if source == "listed folder":
         if root not in limits.SCAN_ROOTS:
-            raise gr.Error("Choose one of the listed folders.")
+            raise Refusal("Choose one of the listed folders.")
         names, images = read_folder(limits.SCAN_ROOTS[root], split, count, resolution)
         return names, list(images)
     if limits.PUBLIC:
-        raise gr.Error("This public app does not read server folders; rank uploaded photos or the gallery.")
+        raise Refusal("This public app does not read server folders; rank uploaded photos or the gallery.")
     if not folder or not Path(folder).is_dir():
-        raise gr.Error(f"{str(folder)[:200]!r} is not a folder; give a CelebA-HQ or original CelebA folder")
+        raise Refusal(f"{str(folder)[:200]!r} is not a folder; give a CelebA-HQ or original CelebA folder")
     names, images = read_folder(folder, split, count, resolution)
     return names, list(images)
 
@@ -81,7 +81,7 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
         try:
             require(pair, attribute)
         except ValueError as error:
-            raise gr.Error(str(error)) from None
+            raise Refusal(str(error)) from None
         models, name = {"teacher": pair.teacher, "student": pair.student}, pair.name
     passes = pair.black_box.forward_passes if pair is not None and pair.black_box is not None else 0
     # checked after each photo's alignment and each counterfactual
@@ -111,7 +111,7 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
     except gr.Error:
         raise
     except EXPECTED_ERRORS as error:
-        raise gr.Error(without_paths(error)) from None
+        raise Refusal(without_paths(error)) from None
     except Exception as error:  # noqa: BLE001
         raise unexpected(error) from None
     finally:
@@ -132,7 +132,7 @@ def _value(value: float | None, compared: bool = True) -> float | str:
 def select_failure(found, event: gr.SelectData):
     """A ranked face, opened in the Audit tab with the scan's variant and attribute."""
     if not found or not found.get("cases"):
-        raise gr.Error("Rank some faces first.")
+        raise Refusal("Rank some faces first.")
     row = event.index[0] if isinstance(event.index, (list, tuple)) else event.index
     _, pixels = found["cases"][row]
     pixels = np.asarray(pixels, dtype=np.uint8)

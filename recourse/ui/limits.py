@@ -46,7 +46,22 @@ UPLOAD_WINDOW_S = 600.0
 PUBLIC_MAX_QUEUED = 4
 MAX_QUEUED = PUBLIC_MAX_QUEUED if PUBLIC else 1000
 QUEUE_SIZE = 64 if PUBLIC else 256
-TRUST_FORWARDED = bool(os.environ.get("SPACE_ID"))  # a Space's proxy writes X-Forwarded-For itself
+# Under a crowd (this many requests of all callers waiting or running) each caller keeps one
+# place: one caller under many addresses, or many real callers, leave room for a newcomer.
+CROWD = QUEUE_SIZE // 2
+
+
+def _trusted_proxies() -> int:
+    """Proxies in front of the app that append the address they were reached from to
+    X-Forwarded-For (``recourse.request_limits``): ``RECOURSE_TRUSTED_PROXIES``, else one on a
+    Space (its own proxy; docs/guide.md says why one) and none elsewhere."""
+    text = os.environ.get("RECOURSE_TRUSTED_PROXIES", "1" if os.environ.get("SPACE_ID") else "0")
+    if not text.strip().isdigit():
+        raise SystemExit(f"RECOURSE_TRUSTED_PROXIES must be a whole number of proxies (0 or more), got {text[:40]!r}")
+    return int(text)
+
+
+TRUSTED_PROXIES = _trusted_proxies()
 # Two heavy requests at a time on two cores; the rest wait in the queue (never dropped).
 HEAVY_CONCURRENCY = int(os.environ.get("RECOURSE_APP_CONCURRENCY", "2"))
 # Sessions whose outputs Gradio keeps in memory (its default, 10,000, lets every API call's

@@ -18,7 +18,7 @@ from recourse.generation.guidance import region_steps_for
 from recourse.stops import committed_stops
 from recourse.progress import StageCheck
 from recourse.ui import limits
-from recourse.ui.errors import without_paths
+from recourse.ui.errors import Refusal, without_paths
 
 DEFAULTS = CounterfactualConfig()  # the generator's settings; where the picture is shown: STOPS
 STOPS = committed_stops()  # the visible stop (the picture) and the benchmark's margin (the numbers)
@@ -28,11 +28,11 @@ def _number(name: str, value, low: float, high: float, whole: bool = False) -> f
     """A setting from a request, refused unless it is a finite real number in ``[low, high]``
     (a whole one where ``whole``). ``True`` is not a number here, though Python counts it as 1."""
     if isinstance(value, bool) or not isinstance(value, numbers.Real) or not math.isfinite(value):
-        raise gr.Error(f"{name} must be a number, got {str(value)[:40]!r}")
+        raise Refusal(f"{name} must be a number, got {str(value)[:40]!r}")
     if whole and value != int(value):
-        raise gr.Error(f"{name} must be a whole number, got {value:g}")
+        raise Refusal(f"{name} must be a whole number, got {value:g}")
     if not low <= value <= high:
-        raise gr.Error(f"{name} must be between {low:g} and {high:g} here, got {value:g}")
+        raise Refusal(f"{name} must be between {low:g} and {high:g} here, got {value:g}")
     return value
 
 
@@ -58,14 +58,14 @@ def settings_from(steps: float, cone: float, seed: float, margin: float, method:
                                                              cone_degrees=cone, edit_steps=edit_steps, sigma=sigma,
                                                              seed=seed, region_edit_steps=region_steps))
     except (TypeError, ValueError, OverflowError) as error:
-        raise gr.Error(f"Generator settings: {without_paths(error)}") from None
+        raise Refusal(f"Generator settings: {without_paths(error)}") from None
 
 
 def method_from(name) -> str:
     """A counterfactual method's name from a request, refused unless it is one of METHODS:
     the config does not check it, and ``generate`` would refuse it only after the predictions."""
     if not isinstance(name, str) or name not in METHODS:
-        raise gr.Error(f"unknown counterfactual method {str(name)[:40]!r}; choose one of: {', '.join(METHODS)}")
+        raise Refusal(f"unknown counterfactual method {str(name)[:40]!r}; choose one of: {', '.join(METHODS)}")
     return name
 
 
@@ -83,7 +83,7 @@ def scan_count(count, config: CounterfactualConfig, attribute: str | None = None
         steps, budget, unit = config.finish_steps, limits.MAX_SCAN_WORK, "editing steps"
     affordable = max(1, budget // max(1, steps))
     if count > affordable:
-        raise gr.Error(f"{count} faces at {steps} {unit} is more than this app's budget of {budget} {unit} a scan; "
+        raise Refusal(f"{count} faces at {steps} {unit} is more than this app's budget of {budget} {unit} a scan; "
                        f"rank at most {affordable} faces, or lower the steps")
     return count
 
@@ -96,4 +96,4 @@ def deadline(started: float, limit: float, what: str, advice: str) -> StageCheck
 def _within(started: float, limit: float, what: str, advice: str) -> None:
     """Stop an audit or scan that has run past its wall-time limit (the budget of public mode)."""
     if time.perf_counter() - started > limit:
-        raise gr.Error(f"This {what} ran past this app's limit of {limit:.0f} s and was stopped; {advice}.")
+        raise Refusal(f"This {what} ran past this app's limit of {limit:.0f} s and was stopped; {advice}.")

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import inspect
 import logging
+import os
 import sys
 import threading
 import time
@@ -31,7 +32,7 @@ from recourse.instance_folder import prune_abandoned
 from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_status
 from recourse.paired import share_cores_between_paired_edits
 from recourse.paths import generator_dir
-from recourse.request_limits import RequestLimits, client_of
+from recourse.request_limits import RequestLimits
 from recourse.ui import limits
 from recourse.ui.audit import framed_tensor, gallery_faces
 from recourse.ui.errors import without_paths
@@ -194,7 +195,7 @@ class Loading:
 
     def _raise_if_failed(self) -> None:
         if self.error is not None:
-            raise gr.Error(self.error)
+            raise gr.Error(self.error, print_exception=False)  # logged once, when the loading failed
 
     def waiting(self, needs=MODELS, every: float = 1.0) -> Iterator[str]:
         """While ``needs`` are loading: ``note()`` about every ``every`` seconds; then returns, or
@@ -271,11 +272,22 @@ def after_loading(fn: Callable, status: gr.components.Component | None = None, n
     return event
 
 
-def queued_by(demo: gr.Blocks, client: str) -> int:
-    """How many requests ``client`` has waiting or running in ``demo``'s queue (Gradio 6.31
-    keeps them in ``event_ids_to_events`` from joining until they end)."""
+def queued_by(demo: gr.Blocks, client: str | None = None) -> int:
+    """How many requests ``client`` (None: every caller) has waiting or running in ``demo``'s
+    queue (Gradio 6.31 keeps them in ``event_ids_to_events`` from joining until they end). The
+    caller is the request's ``client``, as the middleware wrote it (recourse.request_limits)."""
     events = list(getattr(demo._queue, "event_ids_to_events", {}).values())
-    return sum(1 for event in events if client_of(event.request.scope, limits.TRUST_FORWARDED) == client)
+    if client is None:
+        return len(events)
+    return sum(1 for event in events if (event.request.scope.get("client") or ("unknown",))[0] == client)
+
+
+def distrust_forwarded_headers() -> None:
+    """Keep uvicorn from rewriting the caller's address: by default it believes X-Forwarded-For
+    from loopback peers (its ``forwarded_allow_ips``), so that a caller on the same machine could
+    name itself anyone. The middleware reads the header instead, with the proxies the operator
+    trusts (``limits.TRUSTED_PROXIES``). Call before ``launch`` (uvicorn reads it then)."""
+    os.environ["FORWARDED_ALLOW_IPS"] = ""
 
 
 def request_limits(demo: gr.Blocks) -> list:
@@ -285,5 +297,6 @@ def request_limits(demo: gr.Blocks) -> list:
 
     return [Middleware(RequestLimits, max_body=limits.MAX_BODY_BYTES, upload_quota=limits.UPLOAD_QUOTA,
                        window_s=limits.UPLOAD_WINDOW_S, max_queued=limits.MAX_QUEUED,
-                       queued=lambda client: queued_by(demo, client), trust_forwarded=limits.TRUST_FORWARDED,
+                       queued=lambda client: queued_by(demo, client), queued_total=lambda: queued_by(demo),
+                       crowd=limits.CROWD if limits.PUBLIC else float("inf"), trusted_proxies=limits.TRUSTED_PROXIES,
                        public=limits.PUBLIC, malformed=(FnIndexInferError,))]

@@ -14,6 +14,7 @@ import gradio as gr
 from recourse.data import ATTRIBUTES
 from recourse.ui import limits
 from recourse.ui.texts import PUBLIC_CARDS_REFUSED
+from recourse.ui.errors import Refusal
 
 
 @dataclass(frozen=True, eq=False)
@@ -45,16 +46,16 @@ def card_pair(model_card: str | None, variant_card: str | None):
     if not variant_card and not model_card:
         return None
     if limits.PUBLIC:
-        raise gr.Error(PUBLIC_CARDS_REFUSED)
+        raise Refusal(PUBLIC_CARDS_REFUSED)
     if not variant_card:
-        raise gr.Error("Give the compressed model's card too (the full-precision card alone has nothing to audit).")
+        raise Refusal("Give the compressed model's card too (the full-precision card alone has nothing to audit).")
     from recourse.foreign.loaders import ForeignModelError
     from recourse.foreign.pairs import cached_pair
 
     try:
         return cached_pair(model_card or None, variant_card)
     except (ForeignModelError, ValueError, OSError, ImportError) as error:
-        raise gr.Error(f"Your models: {error}") from None
+        raise Refusal(f"Your models: {error}") from None
 
 
 def use_cards(model_card, variant_card, attribute, scan_attribute=None):
