@@ -45,7 +45,8 @@ UPLOAD_QUOTA = (200 if PUBLIC else 10_000) * 2**20
 UPLOAD_WINDOW_S = 600.0
 PUBLIC_MAX_QUEUED = 4
 MAX_QUEUED = PUBLIC_MAX_QUEUED if PUBLIC else 1000
-QUEUE_SIZE = 64 if PUBLIC else 256
+PUBLIC_QUEUE_SIZE = 64
+QUEUE_SIZE = PUBLIC_QUEUE_SIZE if PUBLIC else 256
 # Under a crowd (this many requests of all callers waiting or running) each caller keeps one
 # place: one caller under many addresses, or many real callers, leave room for a newcomer.
 CROWD = QUEUE_SIZE // 2
