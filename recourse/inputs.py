@@ -73,6 +73,19 @@ class UploadedFiles(gr.File):
         return [uploaded_path(file) for file in files[:self.limit]]
 
 
+class Bounded(gr.Slider):
+    """``gr.Slider`` whose out-of-range refusal is a :class:`Refusal` (one line in the log, as
+    every refusal) instead of Gradio's own error, which prints a traceback each time."""
+
+    is_template = True
+
+    def preprocess(self, payload: Any) -> Any:
+        try:
+            return super().preprocess(payload)
+        except gr.Error as error:
+            raise Refusal(str(error.message)) from None
+
+
 class WholeNumber(gr.Number):
     """``gr.Number`` that refuses anything but a whole number before Gradio converts it
     (Gradio's own step rounds ``2.5`` to 2 and takes ``true`` for 1, so the app's check would
@@ -85,8 +98,11 @@ class WholeNumber(gr.Number):
                                     or isinstance(payload, float) and not payload.is_integer()):
             shown = repr(payload)
             raise Refusal(f"{self.label or 'value'} must be a whole number, got "
-                           f"{shown[:40] + '…' if len(shown) > 40 else shown}")
-        return super().preprocess(payload)
+                          f"{shown[:40] + '…' if len(shown) > 40 else shown}")
+        try:
+            return super().preprocess(payload)
+        except gr.Error as error:  # out of range: a refusal, not Gradio's error with its traceback
+            raise Refusal(str(error.message)) from None
 
 
 def check_choice(payload: Any, choices: list) -> None:

@@ -139,3 +139,16 @@ def test_a_middleware_refusal_is_logged_in_one_line(capsys):
     assert _join(client, "") == 429
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("refused 429 POST /gradio_api/queue/join from ")
+
+
+def test_an_out_of_range_setting_is_refused_in_one_line(capsys):
+    """Was: Gradio's own range error, which prints a traceback for every request that sends one."""
+    from recourse.inputs import Bounded, WholeNumber
+    from recourse.ui.errors import Refusal
+
+    for component, value in ((Bounded(10, 120, value=20, label="Walk steps"), 400),
+                             (WholeNumber(value=0, precision=0, minimum=0, label="Seed"), -1)):
+        with pytest.raises(Refusal, match="than (maximum|minimum) value") as refused:
+            component.preprocess(value)
+        assert refused.value.print_exception is False
+    assert len(capsys.readouterr().out.strip().splitlines()) == 2

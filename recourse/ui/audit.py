@@ -18,7 +18,7 @@ from PIL import Image
 
 from recourse.audit import audit_steps
 from recourse.data import ATTRIBUTES, to_float_images
-from recourse.inputs import Choice, UploadedImage, WholeNumber
+from recourse.inputs import Bounded, Choice, UploadedImage, WholeNumber
 from recourse.memory import give_back
 from recourse.models import VARIANTS, variant_bits, variant_status
 from recourse.paths import assets_dir, variants_dir
@@ -153,14 +153,14 @@ class AuditTab:
     variant: Choice
     attribute: Choice
     target: Choice
-    margin: gr.Slider
+    margin: Bounded
     run: gr.Button
     method: Choice
     method_note: gr.Markdown
-    edit_steps: gr.Slider
-    sigma: gr.Slider
-    steps: gr.Slider
-    guidance: gr.Slider
+    edit_steps: Bounded
+    sigma: Bounded
+    steps: Bounded
+    guidance: Bounded
     seed: WholeNumber
     models: YourModels | None  # local mode only
     status: gr.Markdown
@@ -182,7 +182,7 @@ class AuditTab:
     export_html: gr.File
     raw: gr.JSON
     paths: gr.HTML
-    position: gr.Slider
+    position: Bounded
     teacher_path_view: gr.Image
     student_path_view: gr.Image
     path_state: gr.State
@@ -302,7 +302,7 @@ def _face_inputs() -> tuple[gr.Gallery, UploadedImage]:
     return gallery, upload
 
 
-def _audit_choices() -> tuple[Choice, Choice, Choice, gr.Slider]:
+def _audit_choices() -> tuple[Choice, Choice, Choice, Bounded]:
     """The variant and the attribute in a row, then the target decision and the margin."""
     with gr.Row():
         variant = Choice(list(VARIANTS), value=VARIANTS[0], label="Compressed variant", min_width=140)
@@ -310,26 +310,26 @@ def _audit_choices() -> tuple[Choice, Choice, Choice, gr.Slider]:
     with gr.Row():
         target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
                         min_width=400)  # a row of its own: its choices read whole
-        margin = gr.Slider(0, limits.MAX_MARGIN, value=STOPS.visible, step=0.25, elem_id="margin",
-                           min_width=400, label="Pictures at margin (0 = boundary)")
+        margin = Bounded(0, limits.MAX_MARGIN, value=STOPS.visible, step=0.25, elem_id="margin",
+                         min_width=400, label="Pictures at margin (0 = boundary)")
     return variant, attribute, target, margin
 
 
-def _generator_settings() -> tuple[Choice, gr.Markdown, gr.Slider, gr.Slider, gr.Slider, gr.Slider, WholeNumber]:
+def _generator_settings() -> tuple[Choice, gr.Markdown, Bounded, Bounded, Bounded, Bounded, WholeNumber]:
     """The folded generator settings: the method, its note, its controls and the seed."""
     with gr.Accordion("Generator settings", open=False):
         # only the chosen method's controls are shown (method_controls)
         used = METHOD_CONTROLS[DEFAULTS.method]
         method = Choice(METHOD_CHOICES, value=DEFAULTS.method, label="Counterfactual method", elem_id="method")
         method_note = gr.Markdown(METHOD_NOTES[DEFAULTS.method], elem_id="method-note")
-        edit_steps = gr.Slider(1, limits.MAX_EDIT_STEPS, value=DEFAULTS.edit_steps, step=1,
-                               label=CONTROL_LABELS["edit_steps"], visible="edit_steps" in used)
-        sigma = gr.Slider(*limits.SIGMAS, value=DEFAULTS.sigma, step=0.02, label=CONTROL_LABELS["sigma"],
-                          visible="sigma" in used)
-        steps = gr.Slider(10, limits.MAX_STEPS, value=DEFAULTS.finish_steps, step=10,
-                          label=CONTROL_LABELS["finish_steps"], visible="finish_steps" in used)
-        guidance = gr.Slider(limits.MIN_CONE, 90, value=DEFAULTS.cone_degrees, step=1,
-                             label=CONTROL_LABELS["cone_degrees"], visible="cone_degrees" in used)
+        edit_steps = Bounded(1, limits.MAX_EDIT_STEPS, value=DEFAULTS.edit_steps, step=1,
+                             label=CONTROL_LABELS["edit_steps"], visible="edit_steps" in used)
+        sigma = Bounded(*limits.SIGMAS, value=DEFAULTS.sigma, step=0.02, label=CONTROL_LABELS["sigma"],
+                        visible="sigma" in used)
+        steps = Bounded(10, limits.MAX_STEPS, value=DEFAULTS.finish_steps, step=10,
+                        label=CONTROL_LABELS["finish_steps"], visible="finish_steps" in used)
+        guidance = Bounded(limits.MIN_CONE, 90, value=DEFAULTS.cone_degrees, step=1,
+                           label=CONTROL_LABELS["cone_degrees"], visible="cone_degrees" in used)
         seed = WholeNumber(value=DEFAULTS.seed, precision=0, minimum=0, maximum=2**31 - 1,
                            label=CONTROL_LABELS["seed"])
         if limits.PUBLIC:
@@ -351,7 +351,7 @@ def _verdict_and_faces(face_options: dict) -> tuple[gr.Markdown, gr.Markdown, gr
     return status, verdict, original_view, teacher_cf, student_cf, evidence, cards
 
 
-def _recourse_paths(face_options: dict) -> tuple[gr.HTML, gr.Image, gr.Image, gr.Slider, gr.State]:
+def _recourse_paths(face_options: dict) -> tuple[gr.HTML, gr.Image, gr.Image, Bounded, gr.State]:
     """The open paths accordion: both plots, each model's edit at the slider, the slider and the
     path view's state."""
     with gr.Accordion("Where the two models part along each edit (the recourse paths)", open=True,
@@ -364,8 +364,8 @@ def _recourse_paths(face_options: dict) -> tuple[gr.HTML, gr.Image, gr.Image, gr
                                          **path_view)
             student_path_view = gr.Image(label="Compressed edit, at the slider", elem_id="student-path-view",
                                          **path_view)
-        position = gr.Slider(0, 1, value=1, step=1 / 32, label="Along the edits (share of each model's whole edit)",
-                             elem_id="path-position")
+        position = Bounded(0, 1, value=1, step=1 / 32, label="Along the edits (share of each model's whole edit)",
+                           elem_id="path-position")
         state = gr.State(None)
     return paths, teacher_path_view, student_path_view, position, state
 

@@ -15,7 +15,7 @@ from recourse import faces
 from recourse.audit_instruments import model_resolution
 from recourse.audit_verdict import judge_says
 from recourse.data import ATTRIBUTES, SPLITS, to_float_images
-from recourse.inputs import Choice, OneOf, UploadedFiles
+from recourse.inputs import Bounded, Choice, OneOf, UploadedFiles
 from recourse.memory import give_back
 from recourse.models import VARIANTS, load_teacher
 from recourse.progress import StageCheck, no_check
@@ -149,7 +149,7 @@ class FailuresTab:
     folder: gr.Textbox
     root: Choice
     split: Choice
-    count: gr.Slider
+    count: Bounded
     variant: Choice
     attribute: Choice
     scan: gr.Button
@@ -173,7 +173,7 @@ def build_failures_tab() -> FailuresTab:
                             placeholder="../shared/data/celeba-hq-64", visible=not limits.PUBLIC)
         root = Choice(list(limits.SCAN_ROOTS), label="Listed folder", visible=bool(limits.SCAN_ROOTS))
         split = Choice(list(SPLITS), value="test", label="Split (folders)")
-        count = gr.Slider(1, limits.MAX_SCAN_IMAGES, value=16, step=1, label="Faces")
+        count = Bounded(1, limits.MAX_SCAN_IMAGES, value=16, step=1, label="Faces")
     with gr.Row():
         variant = Choice(list(VARIANTS), value=VARIANTS[0], label="Compressed variant")
         attribute = Choice(list(ATTRIBUTES), value="Smiling", label="Attribute")
