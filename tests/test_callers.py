@@ -152,3 +152,27 @@ def test_an_out_of_range_setting_is_refused_in_one_line(capsys):
             component.preprocess(value)
         assert refused.value.print_exception is False
     assert len(capsys.readouterr().out.strip().splitlines()) == 2
+
+
+def test_a_scan_checks_its_time_limit_inside_each_photo(monkeypatch, tmp_path):
+    """Was: checked only after each photo was decoded and aligned, so a photo that was slow to
+    decode was then aligned too, and the next photo started, before the limit was seen."""
+    from PIL import Image
+
+    from recourse import faces
+    from recourse.ui import failures
+
+    photos = []
+    for index in range(3):
+        photos.append(tmp_path / f"p{index}.png")
+        Image.new("RGB", (64, 64), (90, 90, 90)).save(photos[-1])
+    stages, aligned = [], []
+    monkeypatch.setattr(faces, "align_face", lambda *args, **kwargs: aligned.append(args) or None)
+
+    def past_the_limit(stage: str) -> None:
+        stages.append(stage)
+        raise TimeoutError("past the limit")
+
+    with pytest.raises(TimeoutError):
+        failures._scan_inputs("uploaded photos", "", "", "test", 3, [str(p) for p in photos], 64, past_the_limit)
+    assert stages == ["decode"] and aligned == []  # stopped between the first photo's decoding and its alignment

@@ -33,7 +33,8 @@ from recourse.ui.your_models import black_box_passes, card_pair
 def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, photos: list | None, resolution: int,
                  check: StageCheck = no_check):
     """Names and framed images to rank, from the chosen source; ``check`` after each photo is
-    decoded and aligned. A photo named twice is ranked once."""
+    decoded and again once it is aligned, so that a time limit holds within a photo. A photo
+    named twice is ranked once."""
     if source == "gallery faces":
         chosen = gallery_faces()[:count]
         return (tuple(caption for _, caption in chosen),
@@ -45,7 +46,9 @@ def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, ph
         for photo in list(dict.fromkeys(photos))[:count]:  # checked paths in the upload folder (UploadedFiles)
             path = Path(photo)
             try:
-                images.append(to_float_images(faces.align_face(path, resolution).image))
+                photo = faces.load_photo(path)  # decoded, upright, at most WORK_MAX_SIDE a side
+                check("decode")
+                images.append(to_float_images(faces.align_face(photo, resolution).image))
                 names.append(path.name)
             except faces.FaceAlignmentError as error:
                 gr.Warning(f"{path.name}: {without_paths(error)}; left out")
