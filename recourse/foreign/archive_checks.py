@@ -36,6 +36,7 @@ import tokenize
 import zipfile
 from typing import Any, Iterator
 
+from recourse.foreign.archive_bounds import program_entries_problem
 from recourse.foreign.loaders import ForeignModelError
 
 
@@ -109,13 +110,15 @@ def _archive_entries(data: bytes, source: str) -> dict[str, bytes]:
         # zip readers differ on which copy of a repeated name they return: ours must be torch's
         raise UnsafeModelError(f"{source}: holds the entry {_first_repeat(names)!r} twice; refused (torch could read "
                                "another copy than the one checked)")
+    for name in names:
+        _check_entry_known(name.split("/", 1)[1], source)
+    # what the entries declare is bounded before any is read: overlapping entries read one block many times
+    problem = program_entries_problem(data, infos, archive.start_dir)
+    if problem:
+        raise UnsafeModelError(f"{source}: {problem}; refused")
     entries: dict[str, bytes] = {}
     for info in infos:
         name = info.filename.split("/", 1)[1]
-        _check_entry_known(name, source)
-        if info.compress_type != zipfile.ZIP_STORED:
-            # torch.export.save stores entries uncompressed; a compressed one may be a zip bomb
-            raise UnsafeModelError(f"{source}: entry {name!r} is compressed, which torch.export.save never does")
         try:
             entries[name] = archive.read(info)
         except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError) as error:
@@ -359,12 +362,16 @@ def _first_repeat(names: list[str]) -> str:
 _FILE_NODES = {"EPContext"}
 
 
-def check_onnx_model(data: bytes, source: str) -> bytes:
+def check_onnx_model(data: bytes, source: str, input_dims: list[int] | None = None) -> bytes:
     """The ONNX model ``data`` re-serialized from its checked parse, for ONNX Runtime;
     :class:`UnsafeModelError` when any tensor in it lives in an external data file (ONNX
-    Runtime would read that file from this machine) or a node names a file."""
+    Runtime would read that file from this machine) or a node names a file, and
+    :class:`ForeignModelError` when one input of ``input_dims`` would make it allocate more
+    than a photo's budget (:mod:`recourse.foreign.onnx_bounds`)."""
     import onnx
     from google.protobuf.message import DecodeError
+
+    from recourse.foreign.onnx_bounds import size_problem
 
     model = onnx.ModelProto()
     try:
@@ -382,6 +389,9 @@ def check_onnx_model(data: bytes, source: str) -> bytes:
         if isinstance(message, onnx.NodeProto) and message.op_type in _FILE_NODES:
             raise UnsafeModelError(f"{source}: node {message.name!r} is an {message.op_type} node, which names a "
                                    "file beside the model; refused")
+    problem = size_problem(model, input_dims)
+    if problem:
+        raise ForeignModelError(f"{source}: {problem}")
     return model.SerializeToString()
 
 

@@ -23,11 +23,12 @@ before any audit reads its logits as the wrong attributes.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import io
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable
 
@@ -217,8 +218,12 @@ def _load_safetensors(card: ModelCard, data: bytes) -> LoadedModel:
     from safetensors.torch import load as load_safetensors
 
     from recourse.foreign.architectures import ARCHITECTURES
+    from recourse.foreign.archive_bounds import safetensors_header_problem
 
     assert card.architecture is not None  # parse_card requires it for safetensors
+    problem = safetensors_header_problem(data)  # the library would parse a header of up to 100 MB
+    if problem:
+        raise ForeignModelError(f"{card.weights_path}: {problem}")
     try:
         state = load_safetensors(data)
     except (SafetensorError, ValueError, OSError) as error:
@@ -241,46 +246,72 @@ _ORT_TYPES = {"tensor(float)": np.float32, "tensor(float16)": np.float16, "tenso
 
 class OnnxRuntimeModel:
     """An ONNX Runtime session called like a torch module: tensors in, tensors out, no
-    gradients. ``calls`` and ``images`` count what the runtime was asked to do."""
+    gradients. ``calls`` and ``images`` count what the runtime was asked to do. ``data`` (the
+    checked model) is kept until :meth:`bounded` makes the output check's session from it."""
 
-    def __init__(self, session: Any, input_name: str, output_name: str, dtype: type) -> None:
+    def __init__(self, session: Any, input_name: str, output_name: str, dtype: type, data: bytes | None = None,
+                 bounded: bool = False) -> None:
         self.session, self.input_name, self.output_name, self.dtype = session, input_name, output_name, dtype
         self.calls = self.images = 0
+        self._data, self._bounded = data, bounded
 
     def __call__(self, inputs: torch.Tensor) -> torch.Tensor:
+        from recourse.foreign.onnx_bounds import run_within_budget
+
         array = np.ascontiguousarray(inputs.detach().cpu().numpy().astype(self.dtype, copy=False))
         self.calls += 1
         self.images += int(array.shape[0])
-        (out,) = self.session.run([self.output_name], {self.input_name: array})
+        if self._bounded:
+            (out,) = run_within_budget(self.session, [self.output_name], {self.input_name: array})
+        else:
+            (out,) = self.session.run([self.output_name], {self.input_name: array})
         return torch.from_numpy(np.asarray(out, dtype=np.float32))
 
+    def bounded(self) -> OnnxRuntimeModel:
+        """The same model in a session whose working memory is capped at a photo's budget
+        (:mod:`recourse.foreign.onnx_bounds`), for the output check; this one lets go of its bytes."""
+        data, self._data = self._data, None
+        if data is None or self._bounded:
+            return self
+        return OnnxRuntimeModel(onnx_session(data, bounded=True), self.input_name, self.output_name, self.dtype,
+                                bounded=True)
 
-def onnx_session(data: bytes | str, threads: int | None = None) -> Any:
+
+def onnx_session(data: bytes | str, threads: int | None = None, bounded: bool = False) -> Any:
     """An ONNX Runtime CPU session with as many threads as torch uses (the project's budget).
 
     A model given as bytes has no folder, and ONNX Runtime then resolves external data files
     against the working directory: it is given an empty one instead, so even a model that
     passed no check cannot read this machine's files (a path given as text keeps its own
-    folder, which ONNX Runtime does not let external data leave)."""
+    folder, which ONNX Runtime does not let external data leave). Constants are never folded
+    (a few bytes of ConstantOfShape would be gigabytes before any check); ``bounded`` caps the
+    session's working memory at a photo's budget (run it with ``onnx_bounds.run_within_budget``)."""
     import tempfile
 
     import onnxruntime as ort
+
+    from recourse.foreign.onnx_bounds import DISABLED_OPTIMIZERS, use_probe_budget
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or torch.get_num_threads()
     options.inter_op_num_threads = 1
     options.log_severity_level = 3  # warnings about unused initializers are noise to a user
+    if bounded:
+        use_probe_budget(options)
+    session = functools.partial(ort.InferenceSession, sess_options=options, providers=["CPUExecutionProvider"],
+                                disabled_optimizers=DISABLED_OPTIMIZERS)
     if isinstance(data, str):
-        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        return session(data)
     with tempfile.TemporaryDirectory(prefix="recourse-onnx-") as empty:
         options.add_session_config_entry("session.model_external_initializers_file_folder_path", empty)
-        return ort.InferenceSession(data, options, providers=["CPUExecutionProvider"])
+        return session(data)
 
 
 def _load_onnx(card: ModelCard, data: bytes) -> LoadedModel:
     from recourse.foreign.archive_checks import check_onnx_model
 
-    data = check_onnx_model(data, str(card.weights_path))  # no external data: refused before ORT reads any
+    # no external data, no tensor over a photo's budget for one image: refused before ORT reads any
+    data = check_onnx_model(data, str(card.weights_path), list(input_shape(card, 1)))
     try:
         session = onnx_session(data)
     except Exception as error:  # onnxruntime raises its own Fail/InvalidGraph/... types
@@ -312,7 +343,7 @@ def _load_onnx(card: ModelCard, data: bytes) -> LoadedModel:
         raise _count_error(card, out_shape[1])
     fixed = shape[0] if isinstance(shape[0], int) else None
     nodes = _onnx_op_types(data)
-    return LoadedModel(card, OnnxRuntimeModel(session, spec.name, output, _ORT_TYPES[spec.type]), "onnxruntime",
+    return LoadedModel(card, OnnxRuntimeModel(session, spec.name, output, _ORT_TYPES[spec.type], data), "onnxruntime",
                        differentiable=False, quantized=bool(nodes & {"QuantizeLinear", "QLinearConv", "ConvInteger",
                                                                      "MatMulInteger", "QLinearMatMul"}),
                        fixed_batch=fixed)
@@ -373,10 +404,14 @@ def check_outputs(loaded: LoadedModel) -> None:
     """Run the model once on a blank image and check it returns ``(batch, card count)``."""
     card = loaded.card
     try:
+        if isinstance(loaded.model, OnnxRuntimeModel):  # a black box's memory is only known by running it
+            loaded = replace(loaded, model=loaded.model.bounded())
         with torch.no_grad():
             out = run_model(loaded, torch.zeros(loaded.input_shape(1)))
     except ForeignModelError:
         raise
+    except MemoryError as error:
+        raise ForeignModelError(f"{card.weights_path}: {error}") from None
     except Exception as error:
         raise ForeignModelError(f"{card.weights_path}: the model fails on a {list(loaded.input_shape(1))} input as its "
                                 f"card describes ({_gist(error)}); check input.size and input.layout in "
