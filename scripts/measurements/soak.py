@@ -458,6 +458,14 @@ def attached_app(url: str, pid: int, temp_dir: str | None, log: str | None) -> T
                   lambda: Path(f"/proc/{pid}").exists(), started=False)
 
 
+def log_lines(log: Path | None, starting: str = "") -> int | None:
+    """Lines of the app's log (those starting with ``starting``)."""
+    if log is None or not log.is_file():
+        return None
+    with open(log, errors="replace") as lines:
+        return sum(1 for line in lines if line.startswith(starting))
+
+
 def log_tail(log: Path | None, lines: int = LOG_LINES) -> list[str]:
     if log is None or not log.is_file():
         return []
@@ -521,6 +529,8 @@ def report(args: argparse.Namespace, target: Target, samples: list[Sample], tall
         "temp_files": None if usage is None else usage[0], "temp_bytes": None if usage is None else usage[1],
         "temp_by_suffix": usage_by_suffix(target.temp_dir),
         "app_log_bytes": target.log.stat().st_size if target.log and target.log.is_file() else None,
+        "app_log_lines": log_lines(target.log),
+        "app_log_tracebacks": log_lines(target.log, "Traceback"),  # refusals are one line each: real faults only
         "app_log_tail": log_tail(target.log),
     }
 
@@ -576,6 +586,8 @@ def run(args: argparse.Namespace, target: Target) -> int:
     if result["idle_growth_mib"] is not None:
         print(f"idle RSS before the load {result['rss_idle_before_mib']:.0f} MiB, after {args.settle:g} s of rest "
               f"{result['rss_after_settle_mib']:.0f} MiB ({result['idle_growth_mib']:+.0f} MiB)")
+    if result["app_log_lines"] is not None:
+        print(f"app log: {result['app_log_lines']:,} lines, {result['app_log_tracebacks']} tracebacks")
     print(verdict_line(result), flush=True)
     if args.json:
         args.json.parent.mkdir(parents=True, exist_ok=True)
