@@ -22,6 +22,7 @@ def test_the_growth_is_counted_from_the_first_sample_at_2_minutes():
     assert summary["growth_after_2_min_mib"] == 190 and summary["within_target"] is False
     assert summary["rss_after_settle_mib"] == 1180 and summary["peak_hwm_mib"] == 1210
     assert summary["rss_idle_before_mib"] == 900 and summary["idle_growth_mib"] == 280
+    assert summary["idle_within_target"] is False  # more than 100 MiB over idle after the rest
     assert verdict_line(summary) == ("RSS after 2 min 1010 MiB, after 20 min 1200 MiB, growth 190 MiB "
                                      "(target: within 150 MiB)")
 
@@ -30,6 +31,7 @@ def test_a_run_shorter_than_2_minutes_counts_from_its_first_sample():
     summary = summarize(samples((0, 900), (60, 950), (90, 960)))
     assert summary["baseline_t_s"] == 0 and summary["growth_after_2_min_mib"] == 60
     assert summary["within_target"] is True and summary["idle_growth_mib"] is None  # no settle samples
+    assert summary["idle_within_target"] is None
     assert verdict_line(summary).startswith("RSS after 0 min 900 MiB, after 1.5 min 960 MiB, growth 60 MiB")
 
 

@@ -63,6 +63,7 @@ ROUND = ("audit", "benchmark", "large_photo", "bad_choice", "scan", "audit", "ga
 LOOPBACK = {"127.0.0.1", "localhost", "::1"}
 BASELINE_S = 120.0
 TARGET_GROWTH_MIB = 150.0
+TARGET_IDLE_MIB = 100.0  # RSS after the rest, over the idle RSS before the load
 ERRORS_KEPT = 20
 LOG_LINES = 40
 
@@ -183,7 +184,8 @@ def summarize(samples: list[Sample], baseline_s: float = BASELINE_S, target_mib:
     if not load:
         return {"rss_at_2_min_mib": None, "rss_end_mib": None, "growth_after_2_min_mib": None,
                 "baseline_t_s": None, "end_t_s": None, "rss_idle_before_mib": None, "rss_after_settle_mib": None,
-                "idle_growth_mib": None, "peak_hwm_mib": None, "within_target": None, "target_growth_mib": target_mib}
+                "idle_growth_mib": None, "peak_hwm_mib": None, "within_target": None, "target_growth_mib": target_mib,
+                "idle_within_target": None, "target_idle_mib": TARGET_IDLE_MIB}
     baseline = next((s for s in load if s.t_s >= baseline_s), load[0])
     end = load[-1]
     growth = end.rss_mib - baseline.rss_mib
@@ -194,7 +196,9 @@ def summarize(samples: list[Sample], baseline_s: float = BASELINE_S, target_mib:
             "rss_after_settle_mib": round(settle[-1].rss_mib, 1) if settle else None,
             "idle_growth_mib": round(settle[-1].rss_mib - load[0].rss_mib, 1) if settle else None,
             "peak_hwm_mib": round(max(hwms), 1) if hwms else None,
-            "within_target": growth <= target_mib, "target_growth_mib": target_mib}
+            "within_target": growth <= target_mib, "target_growth_mib": target_mib,
+            "idle_within_target": settle[-1].rss_mib - load[0].rss_mib <= TARGET_IDLE_MIB if settle else None,
+            "target_idle_mib": TARGET_IDLE_MIB}
 
 
 def verdict_line(summary: dict) -> str:
@@ -585,7 +589,8 @@ def run(args: argparse.Namespace, target: Target) -> int:
         print(f"  error: {message}")
     if result["idle_growth_mib"] is not None:
         print(f"idle RSS before the load {result['rss_idle_before_mib']:.0f} MiB, after {args.settle:g} s of rest "
-              f"{result['rss_after_settle_mib']:.0f} MiB ({result['idle_growth_mib']:+.0f} MiB)")
+              f"{result['rss_after_settle_mib']:.0f} MiB ({result['idle_growth_mib']:+.0f} MiB; target: within "
+              f"{result['target_idle_mib']:.0f} MiB)")
     if result["app_log_lines"] is not None:
         print(f"app log: {result['app_log_lines']:,} lines, {result['app_log_tracebacks']} tracebacks")
     print(verdict_line(result), flush=True)
