@@ -18,7 +18,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 
-from recourse import jpeg_markers
+from recourse import image_metadata, jpeg_markers
 
 # Where the Haar box sits in a CelebA-HQ frame (fractions of the frame side), medians over
 # 386 training images (python -m scripts.chores.calibrate_framing).
@@ -119,7 +119,7 @@ def _open(source: str | os.PathLike | bytes | Image.Image) -> _Photo:
         _check_pixels(image)
     else:
         image = _decode(_read_bytes(source), _name(source))
-    orientation = image.getexif().get(0x0112, 1) if hasattr(image, "getexif") else 1
+    orientation = image_metadata.orientation(image.format, image.info)  # not getexif(): it copies every tag
     size = image.size
     rgb = _working_rgb(image)
     del image  # the decoded original is not needed any more (the caller may still hold it)
@@ -213,13 +213,17 @@ def _decode(data: bytes, name: str) -> Image.Image:
 
 
 def _checked(data: bytes, name: str) -> Image.Image:
-    """Open image bytes with every check that needs no decoding done: a JPEG's markers, the
-    header's pixels and the memory decoding will take. Nothing is decoded yet; Pillow's and
-    the marker walk's errors are left to the caller (``_decode``)."""
+    """Open image bytes with every check that needs no decoding done: a JPEG's markers, what
+    the metadata costs, the header's pixels and the memory decoding will take. Nothing is
+    decoded yet; Pillow's and the marker walk's errors are left to the caller (``_decode``)."""
     # A JPEG's markers are walked first: the walk is bounded and mostly in C, Pillow's
     # header parser is neither (see MAX_JPEG_STRAY_BYTES). Pillow reads as JPEG (or MPO, whose
     # first image is the one decoded and walked) exactly the data that starts so.
     jpeg = _check_jpeg(data, name) if data[:3] == b"\xff\xd8\xff" else None
+    try:  # metadata too: Pillow copies and unpacks it as it opens the file, unbounded (see image_metadata)
+        image_metadata.read_metadata(data)
+    except image_metadata.MetadataLimitError as error:
+        raise FaceAlignmentError(f"{name}: {error}; save it again as an ordinary JPEG or PNG") from None
     image = Image.open(io.BytesIO(data), formats=FORMATS)
     _check_pixels(image)  # the header gives the size; nothing is decoded yet
     if image.format in ("JPEG", "MPO") and max(image.size) > WORK_MAX_SIDE:
