@@ -67,11 +67,15 @@ class _Batches:
 
 
 def quantize_onnx_static(source: str | os.PathLike, target: str | os.PathLike,
-                         calibration: Iterable[torch.Tensor], per_channel: bool = True) -> Path:
+                         calibration: Iterable[torch.Tensor], per_channel: bool = True,
+                         reduce_range: bool = True) -> Path:
     """ONNX Runtime's static quantizer: QDQ int8 (uint8 activations, int8 weights, the CPU's
     U8S8 kernels), MinMax calibration on ``calibration`` batches (prepared model inputs).
     The model is pre-processed first (shape inference and graph optimisation), as ONNX Runtime
-    recommends."""
+    recommends. ``reduce_range``: weights in 7 bits, so that the U8S8 kernels of x86 CPUs
+    without VNNI (AVX2, AVX-512 before it), whose 16-bit intermediate sums saturate, decide as
+    the others do: on an AVX2 machine the classifier's 8-bit weights agreed with the float
+    model on 96.1% of decisions, and vary by machine."""
     from onnxruntime.quantization import CalibrationDataReader, CalibrationMethod, QuantFormat, QuantType, quantize_static
     from onnxruntime.quantization.shape_inference import quant_pre_process
 
@@ -86,8 +90,8 @@ def quantize_onnx_static(source: str | os.PathLike, target: str | os.PathLike,
 
     input_name = ort.InferenceSession(str(prepared), providers=["CPUExecutionProvider"]).get_inputs()[0].name
     quantize_static(str(prepared), str(target), Reader(calibration, input_name), quant_format=QuantFormat.QDQ,
-                    per_channel=per_channel, activation_type=QuantType.QUInt8, weight_type=QuantType.QInt8,
-                    calibrate_method=CalibrationMethod.MinMax)
+                    per_channel=per_channel, reduce_range=reduce_range, activation_type=QuantType.QUInt8,
+                    weight_type=QuantType.QInt8, calibrate_method=CalibrationMethod.MinMax)
     prepared.unlink()
     return target
 
