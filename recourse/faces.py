@@ -270,7 +270,10 @@ def _levels(image: Image.Image) -> float:
     every band of it is scaled alike); 255 for 8-bit modes."""
     if image.mode not in _WIDE_MODES:
         return 255.0
-    high = image.getextrema()[1]  # computed in C, no copy of the pixels
+    try:
+        high = image.getextrema()[1]  # computed in C, no copy of the pixels
+    except ValueError:  # none for big-endian 16-bit ("I;16B"): from a copy, within the memory cap
+        high = float(np.asarray(image).max())
     if image.mode == "F":
         return 1.0 if high <= 1 else 255.0
     return 65535.0 if high > 255 else 255.0

@@ -35,6 +35,13 @@ def test_sixteen_bit_keeps_its_range():
     assert rgb.min() == 255
 
 
+def test_a_big_endian_sixteen_bit_tiff_keeps_its_range():
+    """Was: ValueError("image has wrong mode") out of load_photo (Pillow has no extrema for I;16B)."""
+    buffer = io.BytesIO()
+    Image.new("I;16B", (40, 30), 65535).save(buffer, format="TIFF")
+    assert np.asarray(load_photo(buffer.getvalue())).min() == 255
+
+
 def test_transparent_pixels_become_white():
     image = Image.new("RGBA", (8, 8), (0, 0, 0, 0))
     assert np.asarray(load_photo(image)).min() == 255
