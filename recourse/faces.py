@@ -325,8 +325,10 @@ def _cascade(name: str):
     return cascade
 
 
-def detect_faces(image: Image.Image) -> list[tuple[int, int, int, int]]:
-    """Face boxes ``(x, y, w, h)`` in the image's pixels, largest first."""
+def detect_faces(image: Image.Image, min_share: float = 0.15) -> list[tuple[int, int, int, int]]:
+    """Face boxes ``(x, y, w, h)`` in the image's pixels, largest first, of at least ``min_share``
+    of the photo's shorter side (smaller shares find the faces of full-length pictures, and more
+    false ones)."""
     import cv2
 
     scale = min(1.0, DETECT_MAX_SIDE / max(image.size))
@@ -338,7 +340,7 @@ def detect_faces(image: Image.Image) -> list[tuple[int, int, int, int]]:
         upscale = 256 / max(small.size)
         small = small.resize((round(small.width * upscale), round(small.height * upscale)), Image.Resampling.BICUBIC)
     gray = cv2.cvtColor(np.asarray(small), cv2.COLOR_RGB2GRAY)
-    min_side = max(24, round(min(gray.shape) * 0.15))
+    min_side = max(24, round(min(gray.shape) * min_share))
     boxes = ()
     for name in CASCADES:
         boxes = _cascade(name).detectMultiScale(gray, scaleFactor=1.1, minNeighbors=5, minSize=(min_side, min_side))
@@ -373,7 +375,8 @@ def crop_square(image: Image.Image, box: tuple[float, float, float, float], reso
     return np.asarray(cropped, dtype=np.uint8).transpose(2, 0, 1).copy()
 
 
-def align_face(source: str | os.PathLike | bytes | Image.Image, resolution: int = 64) -> AlignedFace:
+def align_face(source: str | os.PathLike | bytes | Image.Image, resolution: int = 64,
+               min_share: float = 0.15) -> AlignedFace:
     """Detect the largest face in a photo and crop it to the training framing.
 
     Raises :class:`NoFaceError` when no face is found and :class:`FaceAlignmentError`
@@ -383,7 +386,7 @@ def align_face(source: str | os.PathLike | bytes | Image.Image, resolution: int 
     image = photo.image
     if min(image.size) < MIN_SIDE:
         raise FaceAlignmentError(f"image of {image.width}×{image.height} pixels is too small; need at least {MIN_SIDE} px a side")
-    faces = detect_faces(image)
+    faces = detect_faces(image, min_share)
     if not faces:
         raise NoFaceError("no face found in the photo; use a frontal, well-lit face")
     crop = hq_crop_from_face_box(faces[0])
