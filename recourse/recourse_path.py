@@ -20,6 +20,10 @@ import torch
 from torch import nn
 
 PATH_POINTS = 33  # α = 0, 1/32, …, 1: a step of 3% of the edit, finer than a person can see
+# A flip before this share of the edit is not set against the other as a ratio: there the
+# path has moved the face by less than a tenth of its edit, so one or two sampling steps read as a
+# large ratio (flips at 1.5% and 3.1% of the edit made "needs 107% more of the same edit").
+MIN_FLIP_SHARE = 0.10
 
 
 def path_images(x: torch.Tensor, end: torch.Tensor, alphas: Sequence[float] | np.ndarray) -> torch.Tensor:
@@ -110,10 +114,17 @@ def recourse_path(x: torch.Tensor, end: torch.Tensor, index: int, target: int, t
         stops=stops, margins=dict(margins))
 
 
-def divergence_sentence(path: RecoursePath, student_name: str) -> str:
+def divergence_sentence(path: RecoursePath, student_name: str, sizes_compared: bool = True) -> str:
     """What a person reads under the plot: where the two decisions flip on this edit, and
-    where the edit ends before the visible stop (its picture is then the whole edit)."""
-    return _flips_sentence(path, student_name) + _short_of_visible(path)
+    where the edit ends before the visible stop (its picture is then the whole edit).
+    ``sizes_compared``: False where the audit's verdict says the two recourses' sizes are not
+    compared (the noise floor), so that the flips are given without "needs N% more"."""
+    return _flips_sentence(path, student_name, sizes_compared) + _short_of_visible(path)
+
+
+def sampling_step(path: RecoursePath) -> float:
+    """The share of the edit between two sampled points of the path (1/32 at ``PATH_POINTS``)."""
+    return 1 / (len(path.alphas) - 1)
 
 
 def _short_of_visible(path: RecoursePath) -> str:
@@ -125,7 +136,7 @@ def _short_of_visible(path: RecoursePath) -> str:
             f"({path.margins['visible']:g}): its picture is the whole edit.")
 
 
-def _flips_sentence(path: RecoursePath, student_name: str) -> str:
+def _flips_sentence(path: RecoursePath, student_name: str, sizes_compared: bool = True) -> str:
     whose = "the full-precision model's edit" if path.guided_by == "teacher" else f"{student_name}'s own edit"
     flips = {"the full-precision model": path.teacher_flip, student_name: path.student_flip}
     never = [name for name, alpha in flips.items() if alpha is None]
@@ -135,9 +146,27 @@ def _flips_sentence(path: RecoursePath, student_name: str) -> str:
         other = next(name for name in flips if name not in never)
         return (f"On {whose}, {other} flips at {flips[other]:.0%} of the edit; {never[0]} does not flip anywhere "
                 "along it.")
-    extra = path.extra_edit
-    if extra is None or math.isclose(path.teacher_flip, path.student_flip, abs_tol=1 / (2 * len(path.alphas))):
-        return f"On {whose}, both models flip at {path.teacher_flip:.0%} of the edit."
-    later = student_name if path.student_flip > path.teacher_flip else "the full-precision model"
-    return (f"On {whose}, the full-precision model flips at {path.teacher_flip:.0%} of the edit and {student_name} "
-            f"at {path.student_flip:.0%}: {later} needs {extra:.0%} more of the same edit.")
+    return f"On {whose}, " + _both_flip(path, student_name, sizes_compared)
+
+
+def _both_flip(path: RecoursePath, student_name: str, sizes_compared: bool) -> str:
+    """Where both decisions flip, as the rest of a sentence; a ratio only where it can be read:
+    both flips past ``MIN_FLIP_SHARE`` of the edit, more than a sampling step apart, and the
+    verdict comparing the recourses' sizes."""
+    teacher, student = path.teacher_flip, path.student_flip
+    step = sampling_step(path)
+    if max(teacher, student) < MIN_FLIP_SHARE:
+        if f"{teacher:.0%}" == f"{student:.0%}":
+            return f"both models flip within the first {MIN_FLIP_SHARE:.0%} of the edit (both at {teacher:.0%})."
+        return (f"both models flip within the first {MIN_FLIP_SHARE:.0%} of the edit (at {teacher:.0%} and "
+                f"{student:.0%}), too early to say which needs more of it.")
+    if abs(teacher - student) <= step:
+        return (f"both models flip at about {min(teacher, student):.0%} of the edit (less than one sampling step, "
+                f"{step:.0%} of the edit, apart).")
+    both = f"the full-precision model flips at {teacher:.0%} of the edit and {student_name} at {student:.0%}"
+    if not sizes_compared:
+        return both + "; the two recourses' sizes are not compared here (see the verdict)."
+    if min(teacher, student) < MIN_FLIP_SHARE:
+        return both + "."
+    later = student_name if student > teacher else "the full-precision model"
+    return both + f": {later} needs {path.extra_edit:.0%} more of the same edit."

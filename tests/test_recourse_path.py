@@ -86,3 +86,45 @@ def test_an_edit_that_ends_before_the_visible_stop_says_its_picture_is_the_whole
     assert "ends at logit +6.0 toward the target, short of the visible stop (10)" in divergence_sentence(short, "ptq")
     reached = recourse_path(x, end, 0, 1, teacher, teacher, "teacher", {"boundary": 0.0, "visible": 5.0})
     assert "short of" not in divergence_sentence(reached, "ptq")
+
+
+# --- a flip-point comparison only where it can be read -------------------------------------------
+
+
+def flips_at(teacher_share: float, student_share: float):
+    """A path on which the full-precision decision flips at ``teacher_share`` of the edit and the
+    compressed one at ``student_share`` (both logits linear in the share: exact crossings)."""
+    x, end = torch.zeros(3, 8, 8), torch.ones(3, 8, 8)
+    return recourse_path(x, end, 0, 1, Brightness(10, teacher_share), Brightness(10, student_share), "teacher",
+                         {"boundary": 0.0})
+
+
+def test_two_early_flips_are_not_read_as_a_ratio():
+    """Flips at 1.5% and 3.1% of the edit: was "ptq-int8 needs 107% more of the same edit"."""
+    path = flips_at(0.015, 0.031)
+    said = divergence_sentence(path, "ptq-int8")
+    assert "more of the same edit" not in said, said
+    assert "both models flip within the first 10% of the edit" in said
+
+
+def test_flips_within_one_sampling_step_are_said_to_be_at_the_same_point():
+    """Flips at 40% and 43%, less than one step of the sampled path (1/32) apart: was "needs 8% more"."""
+    path = flips_at(0.40, 0.43)
+    said = divergence_sentence(path, "ptq-int8")
+    assert "more of the same edit" not in said, said
+    assert "both models flip at about 40% of the edit" in said and "one sampling step" in said
+
+
+def test_an_early_and_a_late_flip_are_given_without_a_ratio():
+    """One flip at 5% (before the 10% minimum), the other at 50%: was "needs 900% more"."""
+    said = divergence_sentence(flips_at(0.05, 0.50), "ptq-int8")
+    assert "more of the same edit" not in said, said
+    assert "the full-precision model flips at 5% of the edit and ptq-int8 at 50%" in said
+
+
+def test_no_flip_ratio_where_the_verdict_does_not_compare_sizes():
+    path = flips_at(0.40, 0.60)
+    assert "needs 50% more of the same edit" in divergence_sentence(path, "ptq-int8")
+    said = divergence_sentence(path, "ptq-int8", sizes_compared=False)
+    assert "more of the same edit" not in said and "%" in said, said
+    assert "not compared" in said

@@ -10,51 +10,70 @@ from __future__ import annotations
 import datetime
 import html
 import json
+import re
 
 from recourse.audit_instruments import JudgeView
 from recourse.audit_result import AuditResult, Predictions
-from recourse.audit_verdict import judge_says
+from recourse.audit_verdict import judge_says, sizes_withheld
 from recourse.data import ATTRIBUTES
-from recourse.noise_floor import on_boundary
+from recourse.noise_floor import BOUNDARY_LOGIT
 from recourse.recourse_path import divergence_sentence
 from recourse.render.methods import method_summary
 from recourse.render.path_plot import path_svg
 from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, display_pictures, png_data_uri
 
-# (key, title, one-line meaning): the value cards, in order; the README repeats these lines.
-CARDS: tuple[tuple[str, str, str], ...] = (
-    ("teacher_valid", "V_f(x'_f)", "Does the full-precision model accept its own recourse (decide the target on it)?"),
-    ("student_accepts_teacher", "V_g(x'_f)", "Does the compressed model accept the full-precision model's recourse?"),
-    ("student_valid", "V_g(x'_g)", "Does the compressed model accept the recourse it guided itself?"),
-    ("teacher_cost", "cost c_f", "Mean absolute pixel change of the full-precision recourse (0-1 scale)."),
-    ("student_cost", "cost c_g", "Mean absolute pixel change of the compressed model's recourse."),
-    ("crg", "CRG_i", "|c_g - c_f| / c_f: how much the two recourses differ in cost (0 = equal)."),
-    ("dirsim", "DirSim_i", "100 · cos of the two changes x' - x: same direction = 100, unrelated = 0."),
+# (key, plain label, symbol, one-line meaning): the value cards, in order. The label is what a card
+# shows; the symbol (docs/metrics.md) is its tooltip; the key is the export's, unchanged.
+CARDS: tuple[tuple[str, str, str, str], ...] = (
+    ("teacher_valid", "Full-precision model accepts its own edit", "V_f(x'_f)",
+     "Does the full-precision model accept its own recourse (decide the target on it)?"),
+    ("student_accepts_teacher", "Compressed model accepts the full-precision edit", "V_g(x'_f)",
+     "Does the compressed model accept the full-precision model's recourse?"),
+    ("student_valid", "Compressed model accepts its own edit", "V_g(x'_g)",
+     "Does the compressed model accept the recourse it guided itself?"),
+    ("teacher_cost", "Size of the full-precision edit", "cost c_f",
+     "Mean absolute pixel change of the full-precision recourse (0-1 scale)."),
+    ("student_cost", "Size of the compressed model's edit", "cost c_g",
+     "Mean absolute pixel change of the compressed model's recourse."),
+    ("crg", "Size gap (CRG)", "CRG_i", "|c_g - c_f| / c_f: how much the two recourses differ in cost (0 = equal)."),
+    ("dirsim", "Direction match (DirSim)", "DirSim_i",
+     "100 · cos of the two changes x' - x: same direction = 100, unrelated = 0."),
 )
 
 # The robust judge's cards: does a model that low-amplitude edits do not move see the change?
-JUDGE_CARDS: tuple[tuple[str, str, str], ...] = (
-    ("teacher", "judge on x'_f", "Does the independent robust judge see the attribute change in the "
-                                             "full-precision recourse? (It never guides one.)"),
-    ("student", "judge on x'_g", "Does the robust judge see the attribute change in the compressed "
-                                             "model's recourse?"),
+JUDGE_CARDS: tuple[tuple[str, str, str, str], ...] = (
+    ("teacher", "Robust judge on the full-precision edit", "judge on x'_f",
+     "Does the independent robust judge see the attribute change in the full-precision recourse? (It never guides "
+     "one.)"),
+    ("student", "Robust judge on the compressed edit", "judge on x'_g",
+     "Does the robust judge see the attribute change in the compressed model's recourse?"),
 )
 
 # The stronger judge (radius 3) beside the first, and identity: is each recourse still the same person?
-STRONG_JUDGE_CARDS: tuple[tuple[str, str, str], ...] = (
-    ("teacher", "strong judge on x'_f", "Does the stronger robust judge (radius 3, trained apart from the guide) "
-                                        "see the change in the full-precision recourse?"),
-    ("student", "strong judge on x'_g", "Does the stronger robust judge see it in the compressed model's recourse?"),
+STRONG_JUDGE_CARDS: tuple[tuple[str, str, str, str], ...] = (
+    ("teacher", "Stronger judge on the full-precision edit", "strong judge on x'_f",
+     "Does the stronger robust judge (radius 3, trained apart from the guide) see the change in the full-precision "
+     "recourse?"),
+    ("student", "Stronger judge on the compressed edit", "strong judge on x'_g",
+     "Does the stronger robust judge see it in the compressed model's recourse?"),
 )
-IDENTITY_CARDS: tuple[tuple[str, str, str], ...] = (
-    ("teacher", "same person in x'_f", "dlib's face-descriptor distance to the face; the same person at 0.6 or "
-                                       "less (dlib's threshold, FVA's). It never guides."),
-    ("student", "same person in x'_g", "The same for the compressed model's recourse."),
+IDENTITY_CARDS: tuple[tuple[str, str, str, str], ...] = (
+    ("teacher", "Same person after the full-precision edit", "same person in x'_f",
+     "dlib's face-descriptor distance to the face; the same person at 0.6 or less (dlib's threshold, FVA's). It "
+     "never guides."),
+    ("student", "Same person after the compressed edit", "same person in x'_g",
+     "The same for the compressed model's recourse."),
 )
 
-# Every card's title, in the order shown.
-CARD_TITLES: tuple[str, ...] = tuple(title for cards in (CARDS, JUDGE_CARDS, STRONG_JUDGE_CARDS, IDENTITY_CARDS)
-                                     for _, title, _ in cards)
+# Every card's plain label, in the order shown.
+CARD_TITLES: tuple[str, ...] = tuple(label for cards in (CARDS, JUDGE_CARDS, STRONG_JUDGE_CARDS, IDENTITY_CARDS)
+                                     for _, label, _, _ in cards)
+
+# Where a stop came from, as AuditStops records it: "<file> (<n> <split> faces|tasks, <date>)"
+_RUN = re.compile(r"\((\d+) (\w+) (faces|tasks)\b[^)]*\)")
+_SPLITS = {"val": "validation", "train": "training", "test": "test"}
+_FILE = re.compile(r"\(?\bno \S+\.json\)?|\S+\.json")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 _GOOD, _BAD, _NEUTRAL = "#dcfce7", "#fee2e2", "#f3f4f6"
 
@@ -120,7 +139,7 @@ def _card_value(result: AuditResult, key: str) -> tuple[str, str]:
     if value is None:
         return "undefined: " + html.escape(r.reason), _NEUTRAL
     if key in ("crg", "dirsim") and not result.compared:  # noise, not a finding (recourse.noise_floor.NOISE_FLOOR_COST)
-        why = "on the boundary" if on_boundary(r, result.face_logit) else "below the noise floor"
+        why = "on the boundary" if abs(result.face_logit) < BOUNDARY_LOGIT else "below the noise floor"
         return f"not compared: {why}", _NEUTRAL
     if key == "dirsim":
         return f"{value:.1f}", _NEUTRAL
@@ -150,21 +169,24 @@ def identity_says(result: AuditResult, model: str) -> tuple[str, str]:
 
 
 def value_cards(result: AuditResult) -> str:
-    cards = []
-    entries = [(title, meaning, *_card_value(result, key)) for key, title, meaning in CARDS]
-    for model, title, meaning in JUDGE_CARDS:
+    """The cards: each a plain label (its symbol in a tooltip), a short value and its meaning."""
+    entries = [(label, symbol, meaning, *_card_value(result, key)) for key, label, symbol, meaning in CARDS]
+    for model, label, symbol, meaning in JUDGE_CARDS:
         says = judge_says(result.judge, model)
-        entries.append((title, meaning + _JUDGE_NOTE.get(says, ""), *_JUDGE_CARD[says]))
-    for model, title, meaning in STRONG_JUDGE_CARDS:
+        entries.append((label, symbol, meaning + _JUDGE_NOTE.get(says, ""), *_JUDGE_CARD[says]))
+    for model, label, symbol, meaning in STRONG_JUDGE_CARDS:
         says = strong_judge_says(result, model)
         value, colour = _JUDGE_CARD.get(says, (html.escape(says), _NEUTRAL))  # e.g. "not trained"
-        entries.append((title, meaning + _JUDGE_NOTE.get(says, ""), value, colour))
-    for model, title, meaning in IDENTITY_CARDS:
-        entries.append((title, meaning, *identity_says(result, model)))
-    for title, meaning, value, colour in entries:
+        entries.append((label, symbol, meaning + _JUDGE_NOTE.get(says, ""), value, colour))
+    for model, label, symbol, meaning in IDENTITY_CARDS:
+        entries.append((label, symbol, meaning, *identity_says(result, model)))
+    cards = []
+    for label, symbol, meaning, value, colour in entries:
         # compact: a short value in 15 px, the meaning in small print (was 20 px bold over 4-5 lines)
         cards.append(f'<div class="value-card" style="background:{colour};border-radius:8px;padding:6px 8px;'
-                     f'min-width:110px;flex:1 1 110px"><div style="font-size:12px;color:#374151">{html.escape(title)}'
+                     f'min-width:110px;flex:1 1 110px"><div style="font-size:12px;color:#374151">'
+                     f'<abbr title="{html.escape(symbol)}" style="text-decoration:none;cursor:help">'
+                     f'{html.escape(label)}</abbr>'
                      f'</div><div style="font-size:15px;font-weight:600;line-height:1.3">{value}</div>'
                      f'<div style="font-size:11px;line-height:1.3;color:#4b5563">{html.escape(meaning)}</div></div>')
     return '<div style="display:flex;flex-wrap:wrap;gap:6px">' + "".join(cards) + "</div>"
@@ -271,6 +293,18 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
             f'row, ✓ = still the same person). {html.escape(stops_sentence(result))}</p>')
 
 
+def plain_source(source: str) -> str:
+    """Where a stop came from, for a person: the faces it was chosen on, never the file or the
+    date (those stay in the export's ``settings.stops``)."""
+    run = _RUN.search(source)
+    if run:
+        count, split, kind = run.groups()
+        return f"chosen on {count} {_SPLITS.get(split, split)} {kind}"
+    if "not chosen yet" in source:
+        return "not chosen yet: the generator's default"
+    return " ".join(_DATE.sub("", _FILE.sub("", source)).split()).strip(" ,;:()")
+
+
 def stops_sentence(result: AuditResult) -> str:
     """Where the faces above and the cards were read, for a person."""
     stops = result.settings.stops
@@ -281,19 +315,19 @@ def stops_sentence(result: AuditResult) -> str:
     numbers = (f"the benchmark's validated margin {stops.benchmark:g}" if stops.numbers_at == "benchmark"
                else "the boundary (margin 0, mostly noise)")
     return (f"Each model edits the face once; the faces above are shown where its deciding model is {stops.visible:g} "
-            f"logits past the boundary (the visible stop; {stops.visible_source}); the validity, cost, CRG_i and "
-            f"DirSim_i cards are read on the same edits at {numbers}.")
+            f"logits past the boundary (the visible stop; {plain_source(stops.visible_source)}); the validity, size, "
+            f"size gap and direction match cards are read on the same edits at {numbers}.")
 
 
 def stops_summary(result: AuditResult) -> str:
-    """Where the picture and the numbers were read, in words."""
+    """Where the picture and the numbers were read, in words (the status line: no file, no date)."""
     stops = result.settings.stops
     if stops is None:
         return f"margin {result.settings.counterfactual.margin:g}"
     numbers = (f"the benchmark's validated margin {stops.benchmark:g}" if stops.numbers_at == "benchmark"
                else "the boundary (margin 0)")
-    return (f"pictures at the visible stop, margin {stops.visible:g} ({stops.visible_source}); per-image numbers "
-            f"at {numbers}; each edit aimed past {result.settings.edit_config.margin:g}")
+    return (f"pictures at the visible stop, margin {stops.visible:g} ({plain_source(stops.visible_source)}); "
+            f"per-image numbers at {numbers}; each edit aimed past {result.settings.edit_config.margin:g}")
 
 
 def paths_html(result: AuditResult) -> str:
@@ -301,9 +335,11 @@ def paths_html(result: AuditResult) -> str:
     if not result.paths:
         return ""
     name = result.predictions.variant
+    compared = not sizes_withheld(result.recourse, result.face_logit)
     blocks = "".join(f'<figure style="display:inline-block;margin:4px;vertical-align:top;max-width:400px">'
-                     f'{path_svg(path, name)}<figcaption style="font-size:12px">{html.escape(divergence_sentence(path, name))}'
-                     f'</figcaption></figure>' for path in result.paths)
+                     f'{path_svg(path, name, sizes_compared=compared)}<figcaption style="font-size:12px">'
+                     f'{html.escape(divergence_sentence(path, name, compared))}</figcaption></figure>'
+                     for path in result.paths)
     return (f'<h2>The recourse paths</h2><div class="recourse-paths">{blocks}</div>'
             + "".join(path_judges_table(path, name) for path in result.paths))
 

@@ -20,8 +20,10 @@ def _scale(low: float, high: float, out_low: float, out_high: float):
     return lambda value: out_low + (value - low) / span * (out_high - out_low)
 
 
-def path_svg(path: RecoursePath, student_name: str, shown_alpha: float | None = None) -> str:
-    """The plot of one path; ``shown_alpha`` marks the image shown beside it."""
+def path_svg(path: RecoursePath, student_name: str, shown_alpha: float | None = None,
+             sizes_compared: bool = True) -> str:
+    """The plot of one path; ``shown_alpha`` marks the image shown beside it; ``sizes_compared``
+    as in :func:`recourse.recourse_path.divergence_sentence` (its spoken label)."""
     sign = 1.0 if path.target == 1 else -1.0
     teacher = [sign * v for v in path.teacher_logits]
     student = [sign * v for v in path.student_logits]
@@ -32,7 +34,7 @@ def path_svg(path: RecoursePath, student_name: str, shown_alpha: float | None = 
     y_of = _scale(low - pad, high + pad, HEIGHT - BOTTOM, TOP)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="recourse-path" viewBox="0 0 {WIDTH} {HEIGHT}" '
              f'width="100%" style="max-width:{WIDTH}px;font:10px sans-serif" role="img" '
-             f'aria-label="{html.escape(divergence_sentence(path, student_name))}">',
+             f'aria-label="{html.escape(divergence_sentence(path, student_name, sizes_compared))}">',
              f'<rect x="{LEFT}" y="{TOP}" width="{WIDTH - LEFT - RIGHT}" height="{HEIGHT - TOP - BOTTOM}" '
              'fill="#f8fafc" stroke="#cbd5e1"/>']
     for name, margin in path.margins.items():

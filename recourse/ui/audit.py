@@ -17,6 +17,7 @@ from gradio_client import handle_file
 from PIL import Image
 
 from recourse.audit import audit_steps
+from recourse.audit_verdict import sizes_withheld
 from recourse.data import ATTRIBUTES, to_float_images
 from recourse.inputs import Bounded, Choice, UploadedImage, WholeNumber
 from recourse.memory import give_back
@@ -100,26 +101,28 @@ def select_gallery_face(event: gr.SelectData):
 @dataclass(frozen=True)
 class PathState:
     """What the path view redraws from, kept per session: the face, each model's whole edit,
-    both paths and the variant's name."""
+    both paths, the variant's name and whether the verdict compares the recourses' sizes."""
 
     face: torch.Tensor
     edits: tuple[torch.Tensor, torch.Tensor]  # the full-precision model's, the compressed model's
     paths: tuple
     variant: str
+    sizes_compared: bool = True  # False: the captions give no "needs N% more" (audit_verdict.sizes_withheld)
 
 
 def path_state(result) -> PathState | None:
     if not result.paths or result.teacher_edit is None or result.student_edit is None:
         return None
     return PathState(result.predictions.aligned, (result.teacher_edit, result.student_edit), result.paths,
-                     result.predictions.variant)
+                     result.predictions.variant, not sizes_withheld(result.recourse, result.face_logit))
 
 
 def paths_view(state: PathState, alpha: float) -> str:
     """Both paths' plots, each marked at ``alpha``, with the sentence of where the models part."""
-    blocks = "".join(f'<figure class="recourse-path-figure">{path_svg(path, state.variant, alpha)}'
-                     f'<figcaption>{html.escape(divergence_sentence(path, state.variant))}</figcaption></figure>'
-                     for path in state.paths)
+    compared = state.sizes_compared
+    blocks = "".join(f'<figure class="recourse-path-figure">{path_svg(path, state.variant, alpha, compared)}'
+                     f'<figcaption>{html.escape(divergence_sentence(path, state.variant, compared))}'
+                     '</figcaption></figure>' for path in state.paths)
     return f'<div class="recourse-paths">{blocks}</div>'
 
 

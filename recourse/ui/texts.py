@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from recourse import faces
+from recourse.noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST
 from recourse.ui import limits
 from recourse.ui.settings import DEFAULTS
 
@@ -21,14 +22,18 @@ BUDGET_NOTE = (f"This public app's budget: the denoised method at most {limits.M
                f"(faces × steps); uploads of {faces.MAX_UPLOAD_BYTES // 2**20} MB a file and "
                f"{limits.UPLOAD_QUOTA // 2**20} MB per {limits.UPLOAD_WINDOW_S / 60:g} minutes.")
 
-GLOSSARY = """
+GLOSSARY = f"""
 - **Recourse** `x'`: the smallest realistic change of the face that makes a model decide the target.
   `x'_f` is guided by the full-precision model, `x'_g` by the compressed one (same seed).
-- **V_f(x'_f)**: does the full-precision model accept its own recourse? **V_g(x'_f)**: does the
-  compressed model accept the full-precision recourse (no = a *validity drop*)? **V_g(x'_g)**:
-  does it accept its own?
-- **cost** `c = mean |x' − x|` (0–1 scale). **CRG_i** `= |c_g − c_f| / c_f`: how different the two
-  recourses are in size (0 = equal). **DirSim_i** `= 100 · cos(x'_f − x, x'_g − x)`: 100 = same direction.
+- The cards (each card's symbol shows when the pointer rests on its label):
+  **Full-precision model accepts its own edit** (`V_f(x'_f)`); **Compressed model accepts the
+  full-precision edit** (`V_g(x'_f)`; no = a *validity drop*); **Compressed model accepts its own
+  edit** (`V_g(x'_g)`).
+- **Size** of an edit, `c = mean |x' − x|` (0–1 scale). **Size gap (CRG)** `CRG_i = |c_g − c_f| / c_f`:
+  how different the two recourses are in size (0 = equal). **Direction match (DirSim)**
+  `DirSim_i = 100 · cos(x'_f − x, x'_g − x)`: 100 = same direction. Under the noise floor (a mean
+  change under {NOISE_FLOOR_COST}, or a face within {BOUNDARY_LOGIT} logits of the full-precision
+  boundary) neither is compared.
 - **Stops** on each model's edit (logits past the decision boundary): the *boundary* (0, where the
   decision flips: verdicts there are mostly noise), the *benchmark's margin* (validated on held-out
   faces: the cards' numbers are read there) and the *visible stop* (chosen on validation as where
