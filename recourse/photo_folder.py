@@ -25,6 +25,8 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from recourse.progress import StageCheck, no_check
+
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".webp", ".gif", ".bmp", ".tif", ".tiff", ".mpo"})
 # The second look for the face of a full-length picture: faces down to this share of the
 # photo's shorter side (the first look, the app's, wants 15%).
@@ -91,14 +93,16 @@ def paper_share(image: np.ndarray) -> float:
     return float(np.mean((luminance >= PAPER_LUMINANCE) & (chroma <= PAPER_CHROMA)))
 
 
-def frame_photo(path: Path, resolution: int) -> np.ndarray | tuple[str, str]:
-    """The photo's largest face framed, ``(3, R, R)`` uint8; or ``(reason, detail)``."""
+def frame_photo(path: Path, resolution: int, check: StageCheck = no_check) -> np.ndarray | tuple[str, str]:
+    """The photo's largest face framed, ``(3, R, R)`` uint8; or ``(reason, detail)``.
+    ``check`` once the photo is decoded (a caller's time limit)."""
     from recourse import faces
 
     try:
         photo = faces.load_photo(path)
     except faces.FaceAlignmentError as error:
         return "unreadable", str(error)
+    check("decode")
     if min(photo.size) < faces.MIN_SIDE:
         return "too small", f"{photo.width}×{photo.height} pixels; need at least {faces.MIN_SIDE} px a side"
     try:

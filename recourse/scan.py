@@ -16,7 +16,7 @@ from recourse.audit_result import AuditSettings
 from recourse.data import DatasetError, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
 from recourse.metrics import ImageRecourse
-from recourse.noise_floor import NOISE_FLOOR_COST, compared, on_boundary
+from recourse.noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared, on_boundary
 from recourse.paired import Student, flip_targets, paired_recourse
 from recourse.progress import StageCheck, no_check
 
@@ -48,8 +48,8 @@ class FolderCase:
         """The divergence as a ranking shows it, or why there is none."""
         if not self.recourse.teacher_valid:
             return "no teacher recourse"
-        if self.on_boundary:
-            return "on the boundary"
+        if self.on_boundary:  # near the boundary, or a recourse too small to read: apart, and said which
+            return "on the boundary" if abs(self.face_logit) < BOUNDARY_LOGIT else "below the noise floor"
         return round(self.divergence, 3)
 
 

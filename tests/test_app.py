@@ -279,10 +279,29 @@ def test_find_failures_ranks_a_folder(client, hq_folder):
 
 @pytest.mark.requires("committed_variants")
 @pytest.mark.slow
-def test_find_failures_rejects_a_non_dataset_folder(client, tmp_path):
+def test_find_failures_ranks_any_folder_and_names_each_skipped_file(tmp_path):
+    """Was: "not a CelebA folder" for an ordinary folder, and photos without a usable face left
+    out without a word."""
+    import app
+    from tests.test_scan_run import mixed_folder
+
+    folder = mixed_folder(tmp_path)
+    *_, (rows, _, _, status) = app.find_failures("server folder", str(folder), None, "test", 16, None, "ptq-int8",
+                                                 "Smiling", 20, 40, 0, 0.0, "denoised", 2, 1.0,
+                                                 progress=lambda *a, **k: None)
+    assert sorted(row[1] for row in rows) == ["people/more/full-length.jpg", "people/portrait.jpg"]
+    assert "2 of 2 faces ranked (worst first), 4 skipped" in status
+    for line in ("broken.jpg: unreadable", "drawing.png: drawing", "people/crowd.jpg: no face", "wall.png: no face"):
+        assert f"- {line} (" in status
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_find_failures_refuses_a_folder_without_photos(client, tmp_path):
     from gradio_client.exceptions import AppError
 
-    with pytest.raises(AppError, match="not a CelebA folder"):
+    (tmp_path / "notes.txt").write_text("not a photo")
+    with pytest.raises(AppError, match="no image files in it or its subfolders"):
         client.predict("server folder", str(tmp_path), None, "test", 3, None, "ptq-int8", "Smiling", 20, 40, 0, 0.0,
                        api_name="/find_failures")
 

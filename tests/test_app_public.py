@@ -87,7 +87,7 @@ def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduc
     assert result.recourse.teacher_valid == first[4] and result.recourse.student_accepts_teacher == first[5]
     assert result.recourse.student_valid == first[6]
     if result.recourse.crg is None:
-        assert first[7] == first[8] == "undefined"
+        assert first[7] == first[8] == "no edit to compare"
     elif not result.compared:
         assert first[7] == first[8] == "not compared"  # below the noise floor, in the audit as in the row
     else:

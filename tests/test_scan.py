@@ -107,3 +107,12 @@ def test_scan_without_a_judge_says_so(hq_folder, tiny_generator):
                                     teacher=teacher, student=Student("ptq-int8", teacher, teacher),
                                     generator=tiny_generator)
     assert cases[0].judge is None
+
+
+def test_a_face_far_from_the_boundary_with_a_tiny_recourse_is_not_said_to_sit_on_it():
+    """Was: "on the boundary" for a face at logit −5.88 whose full-precision recourse was a tiny change."""
+    from recourse.scan import FolderCase
+
+    recourse = image_recourse(True, False, True, 0.001, 0.0015, 0.5)
+    far = FolderCase("far", torch.zeros(3, 4, 4), 1, recourse, divergence_score(recourse, -5.88), face_logit=-5.88)
+    assert far.divergence is None and far.score_label == "below the noise floor"

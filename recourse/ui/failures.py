@@ -11,7 +11,6 @@ import gradio as gr
 import numpy as np
 from PIL import Image
 
-from recourse import faces
 from recourse.audit_instruments import model_resolution
 from recourse.audit_verdict import judge_says
 from recourse.data import ATTRIBUTES, SPLITS, to_float_images
@@ -21,6 +20,7 @@ from recourse.models import VARIANTS, load_teacher
 from recourse.progress import StageCheck, no_check
 from recourse.render.methods import method_summary
 from recourse.render.pictures import enlarge
+from recourse.photo_folder import Skipped, frame_photo, image_files, is_celeba_folder
 from recourse.scan import FolderCase, read_folder, scan_images
 from recourse.ui import limits
 from recourse.ui.audit import TARGETS, framed_tensor, gallery_faces
@@ -31,42 +31,65 @@ from recourse.ui.your_models import black_box_passes, card_pair
 
 
 def _scan_inputs(source: str, folder: str, root: str, split: str, count: int, photos: list | None, resolution: int,
-                 check: StageCheck = no_check):
-    """Names and framed images to rank, from the chosen source; ``check`` after each photo is
-    decoded and again once it is aligned, so that a time limit holds within a photo. A photo
-    named twice is ranked once."""
+                 check: StageCheck = no_check) -> tuple[tuple[str, ...], list, list[Skipped]]:
+    """Names and framed images to rank, from the chosen source, and the files skipped with
+    their reasons; ``check`` after each photo is decoded and again once it is framed, so that a
+    time limit holds within a photo. A photo named twice is ranked once."""
     if source == "gallery faces":
         chosen = gallery_faces()[:count]
         return (tuple(caption for _, caption in chosen),
-                [framed_tensor(np.asarray(Image.open(path).convert("RGB"))) for path, _ in chosen])
+                [framed_tensor(np.asarray(Image.open(path).convert("RGB"))) for path, _ in chosen], [])
     if source == "uploaded photos":
         if not photos:
             raise Refusal("Upload one or more photos to rank.")
-        names, images = [], []
-        for photo in list(dict.fromkeys(photos))[:count]:  # checked paths in the upload folder (UploadedFiles)
-            path = Path(photo)
-            try:
-                photo = faces.load_photo(path)  # decoded, upright, at most WORK_MAX_SIDE a side
-                check("decode")
-                images.append(to_float_images(faces.align_face(photo, resolution).image))
-                names.append(path.name)
-            except faces.FaceAlignmentError as error:
-                gr.Warning(f"{path.name}: {without_paths(error)}; left out")
-            check("align")
-        if not images:
-            raise Refusal("None of the uploaded photos has a face that could be aligned.")
-        return tuple(names), images
+        paths = [Path(photo) for photo in dict.fromkeys(photos)][:count]  # checked upload paths (UploadedFiles)
+        return _framed([(path.name, path) for path in paths], resolution, check)
     if source == "listed folder":
         if root not in limits.SCAN_ROOTS:
             raise Refusal("Choose one of the listed folders.")
-        names, images = read_folder(limits.SCAN_ROOTS[root], split, count, resolution)
-        return names, list(images)
+        return _folder(limits.SCAN_ROOTS[root], split, count, resolution, check)
     if limits.PUBLIC:
         raise Refusal("This public app does not read server folders; rank uploaded photos or the gallery.")
     if not folder or not Path(folder).is_dir():
-        raise Refusal(f"{str(folder)[:200]!r} is not a folder; give a CelebA-HQ or original CelebA folder")
-    names, images = read_folder(folder, split, count, resolution)
-    return names, list(images)
+        raise Refusal(f"{str(folder)[:300]!r} is not a folder on this computer")
+    return _folder(Path(folder), split, count, resolution, check)
+
+
+def _framed(named: list[tuple[str, Path]], resolution: int, check: StageCheck, count: int | None = None):
+    """The first ``count`` photos of ``named`` framed, and every one skipped before them with its reason."""
+    names, images, skipped = [], [], []
+    for name, path in named:
+        if count is not None and len(names) == count:
+            break
+        framed = frame_photo(path, resolution, check)
+        if isinstance(framed, tuple):
+            skipped.append(Skipped(name, framed[0], without_paths(framed[1])))
+        else:
+            names.append(name)
+            images.append(to_float_images(framed))
+        check("frame")
+    return tuple(names), images, skipped
+
+
+def _folder(folder: Path, split: str, count: int, resolution: int, check: StageCheck):
+    """A CelebA folder's split as the dataset frames it, or any folder's photos, recursively."""
+    if is_celeba_folder(folder):
+        names, images = read_folder(folder, split, count, resolution)
+        return names, list(images), []
+    root = folder.resolve()
+    files = image_files(root)
+    if not files:
+        raise Refusal(f"{folder.name}: no image files in it or its subfolders")
+    return _framed([(path.relative_to(root).as_posix(), path) for path in files], resolution, check, count)
+
+
+def skipped_note(skipped: list[Skipped], shown: int = 12) -> str:
+    """The skipped files in a line each (the first ``shown``), for the status."""
+    if not skipped:
+        return ""
+    lines = [f"- {item.file}: {item.reason} ({item.detail})" for item in skipped[:shown]]
+    more = len(skipped) - shown
+    return "\n\nSkipped:\n" + "\n".join(lines) + (f"\n- … and {more} more" if more > 0 else "")
 
 
 def find_failures(source, folder, root, split, count, photos, variant, attribute, steps, guidance, seed, margin,
@@ -87,12 +110,15 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
             raise Refusal(str(error)) from None
         models, name = {"teacher": pair.teacher, "student": pair.student}, pair.name
     passes = pair.black_box.forward_passes if pair is not None and pair.black_box is not None else 0
-    # checked after each photo's alignment and each counterfactual
+    # checked after each photo's decoding and framing, and each counterfactual
     in_time = deadline(time.perf_counter(), limits.SCAN_SECONDS, "scan",
                        "rank fewer faces or lower the steps (Generator settings)")
     try:
-        names, images = _scan_inputs(source, folder, root, split, count, photos,
-                                     model_resolution(pair.teacher if pair is not None else load_teacher()), in_time)
+        names, images, skipped = _scan_inputs(source, folder, root, split, count, photos,
+                                              model_resolution(pair.teacher if pair is not None else load_teacher()),
+                                              in_time)
+        if not names:
+            raise Refusal("None of the photos has a face that could be framed." + skipped_note(skipped))
         for done, total, cases in scan_images(names, images, name, attribute, settings, **models, check=in_time):
             progress(done / total, desc=f"{done} of {total} faces")
             in_time("face")
@@ -105,12 +131,13 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
             thumbnails = [(Image.fromarray(pixels), f"#{rank + 1} {c.score_label}")
                           for rank, (c, (_, pixels)) in enumerate(zip(cases, found["cases"]))]
             yield (rows, thumbnails, found,
-                   f"{done} of {total} faces ranked (worst first) for **{name}**, **{attribute}**, "
+                   f"{done} of {total} faces ranked (worst first), {len(skipped)} skipped, for **{name}**, "
+                   f"**{attribute}**, "
                    f"{method_summary(settings.counterfactual, attribute)}, "
                    f"pictures at margin {settings.stops.visible:g}, numbers at "
                    f"margin {settings.stops.numbers:g}"
                    f"{black_box_passes(pair, passes)}. Click a row or a thumbnail to audit it with these settings"
-                   + (" and Your models." if pair is not None else "."))
+                   + (" and Your models." if pair is not None else ".") + skipped_note(skipped))
     except gr.Error:
         raise
     except EXPECTED_ERRORS as error:
@@ -125,10 +152,17 @@ def _pixels(case: FolderCase) -> tuple[str, np.ndarray]:
     return case.filename, (case.image.permute(1, 2, 0).numpy() * 255).round().astype(np.uint8)
 
 
+# Plain column names; the symbols of docs/metrics.md in brackets for those who read them.
+RANKING_COLUMNS = ("rank", "file", "target", "divergence", "original accepts its own edit (V_f(x'_f))",
+                   "compressed accepts the original's edit (V_g(x'_f))",
+                   "compressed accepts its own edit (V_g(x'_g))", "size gap (CRG)", "direction agreement % (DirSim)",
+                   "judge sees the original's edit", "judge sees the compressed's edit")
+
+
 def _value(value: float | None, compared: bool = True) -> float | str:
-    """CRG_i or DirSim_i as a ranking shows it: never quoted below the noise floor."""
+    """A size gap or direction agreement as a ranking shows it: never quoted below the noise floor."""
     if value is None:
-        return "undefined"
+        return "no edit to compare"
     return round(value, 3) if compared else "not compared"
 
 
@@ -172,7 +206,7 @@ def build_failures_tab() -> FailuresTab:
         source = OneOf(sources, value=sources[0], label="Faces to rank")
         photos = UploadedFiles(label="Photos to rank", file_count="multiple", file_types=["image"], height=110)
     with gr.Row():
-        folder = gr.Textbox(label="Server folder (CelebA-HQ or original CelebA layout)",
+        folder = gr.Textbox(label="Server folder (any folder of photos, searched recursively, or a CelebA folder)",
                             placeholder="../shared/data/celeba-hq-64", visible=not limits.PUBLIC)
         root = Choice(list(limits.SCAN_ROOTS), label="Listed folder", visible=bool(limits.SCAN_ROOTS))
         split = Choice(list(SPLITS), value="test", label="Split (folders)")
@@ -188,8 +222,6 @@ def build_failures_tab() -> FailuresTab:
     status = gr.Markdown(label="Ranking status")
     thumbnails = gr.Gallery(label="Ranked faces, worst first (click to audit)", columns=8, rows=1, height=180,
                             allow_preview=False, elem_id="ranked")
-    ranking = gr.Dataframe(headers=["rank", "file", "target", "divergence", "V_f(x'_f)", "V_g(x'_f)", "V_g(x'_g)",
-                                    "CRG_i", "DirSim_i", "judge sees x'_f", "judge sees x'_g"],
-                           interactive=False, label="Ranking")
+    ranking = gr.Dataframe(headers=list(RANKING_COLUMNS), interactive=False, label="Ranking")
     return FailuresTab(source, photos, folder, root, split, count, variant, attribute, scan, cancel, status,
                        thumbnails, ranking)
