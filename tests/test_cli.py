@@ -259,20 +259,83 @@ def test_audit_command_bad_image_exits_2(project_home, tmp_path, capsys, content
     assert message in capsys.readouterr().err
 
 
-def test_audit_json_paths_one_file_per_photo():
-    from recourse.cli.audit import json_paths
+def test_audit_out_dir_paths_one_file_per_photo():
+    from recourse.cli.audit import out_dir_paths
 
-    assert json_paths("out/audit.json", ["a/face.jpg"]) == ["out/audit.json"]  # one photo: the path given
-    assert json_paths(None, ["a.jpg", "b.jpg"]) == [None, None]
-    assert json_paths("out/audit.json", ["x/a.jpg", "b.png", "y/a.jpg", "a-2.jpg"]) == [
-        "out/audit-a.json", "out/audit-b.json", "out/audit-a-2.json", "out/audit-a-2-2.json"]  # none overwritten
+    assert out_dir_paths("out/audits", ["a/face.jpg"]) == ["out/audits/face.json"]
+    assert out_dir_paths(None, ["a.jpg", "b.jpg"]) == [None, None]
+    assert out_dir_paths("out", ["x/a.jpg", "b.png", "y/a.jpg", "a-2.jpg"]) == [
+        "out/a.json", "out/b.json", "out/a-2.json", "out/a-2-2.json"]  # none overwritten
+
+
+def _two_photos(tmp_path) -> list[Path]:
+    """The portrait and a copy of it under another name: two photos, two audits."""
+    import shutil
+
+    second = tmp_path / "second.jpg"
+    shutil.copy(portrait(), second)
+    return [portrait(), second]
+
+
+SHORT_AUDIT = ["--variant", "ptq-int8", "--attribute", "Smiling", "--edit-steps", "1", "--region-mask", "off"]
+
+
+def test_audit_json_of_several_photos_is_one_json_lines_file(project_home, tmp_path, capsys):
+    build_home(project_home, tiny_classifier(seed=0), still_generator(16))
+    photos = _two_photos(tmp_path)
+    out = tmp_path / "audits" / "audits.jsonl"
+    assert main(["audit", *map(str, photos), *SHORT_AUDIT, "--json", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert [path.name for path in out.parent.iterdir()] == ["audits.jsonl"]  # one file, whatever the count
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [record["image"] for record in records] == [str(photo) for photo in photos]
+    for record in records:  # each line the whole audit, as one photo's JSON was
+        assert {"command", "recourse", "verdict", "paths", "images"} <= set(record) and record["verdict"] in printed
+    assert f"wrote {out}: 2 audits" in printed
+
+
+def test_audit_json_of_one_photo_is_one_line_and_one_json_document(project_home, tmp_path, capsys):
+    build_home(project_home, tiny_classifier(seed=0), still_generator(16))
+    out = tmp_path / "audit.jsonl"
+    out.write_text("an earlier call's audits\n")  # replaced: the file holds this call's audits only
+    assert main(["audit", str(portrait()), *SHORT_AUDIT, "--json", str(out)]) == 0
+    assert len(out.read_text().splitlines()) == 1
+    assert json.loads(out.read_text())["image"] == str(portrait())
+
+
+def test_audit_out_dir_writes_one_json_per_photo_named_after_it(project_home, tmp_path, capsys):
+    build_home(project_home, tiny_classifier(seed=0), still_generator(16))
+    photos = _two_photos(tmp_path)
+    out = tmp_path / "audits"
+    assert main(["audit", *map(str, photos), *SHORT_AUDIT, "--out-dir", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert sorted(path.name for path in out.iterdir()) == ["grace_hopper.json", "second.json"]
+    for photo in photos:
+        record = json.loads((out / f"{photo.stem}.json").read_text())
+        assert record["image"] == str(photo) and record["verdict"] in printed
+        assert f"wrote {out / photo.stem}.json" in printed
+
+
+def test_audit_prints_where_the_models_part_on_both_paths(project_home, tmp_path, monkeypatch, capsys):
+    """The sentence the app shows under each path plot, from the same function on the same result."""
+    import recourse.audit
+    from recourse.recourse_path import divergence_sentence
+
+    build_home(project_home, tiny_classifier(seed=0), still_generator(16))
+    results, audit_image = [], recourse.audit.audit_image
+    monkeypatch.setattr(recourse.audit, "audit_image", lambda *a, **k: results.append(audit_image(*a, **k)) or
+                        results[-1])
+    assert main(["audit", *map(str, _two_photos(tmp_path)), *SHORT_AUDIT]) == 0
+    printed = capsys.readouterr().out
+    assert len(results) == 2 and all(len(result.paths) == 2 for result in results)
+    for result in results:
+        for path in result.paths:
+            assert divergence_sentence(path, "ptq-int8") in printed
 
 
 def test_audit_command_audits_several_photos_with_the_models_loaded_once(project_home, tmp_path, monkeypatch, capsys):
-    """Several photos in one call: the models load once, each photo gets its own JSON, and a
-    bad photo is said while the others still run (exit 2)."""
-    import shutil
-
+    """Several photos in one call: the models load once, every audited photo is a line of the
+    JSON Lines file, and a bad photo is said while the others still run (exit 2)."""
     from recourse import models
 
     build_home(project_home, tiny_classifier(seed=0), still_generator(16))
@@ -282,22 +345,80 @@ def test_audit_command_audits_several_photos_with_the_models_loaded_once(project
         counted = lambda *args, _loader=loader, _name=name: loads.append(_name) or _loader(*args)  # noqa: E731
         counted.cache_clear = loader.cache_clear if hasattr(loader, "cache_clear") else lambda: None
         monkeypatch.setattr(models, name, counted)
-    second = tmp_path / "second.jpg"
-    shutil.copy(portrait(), second)
+    first, second = _two_photos(tmp_path)
     bad = tmp_path / "bad.jpg"
     bad.write_bytes(b"not an image")
-    out = tmp_path / "audits" / "audit.json"
-    code = main(["audit", str(portrait()), str(bad), str(second), "--variant", "ptq-int8", "--attribute", "Smiling",
-                 "--edit-steps", "1", "--region-mask", "off", "--json", str(out)])  # a short edit: seconds
+    out = tmp_path / "audits" / "audits.jsonl"
+    code = main(["audit", str(first), str(bad), str(second), *SHORT_AUDIT, "--json", str(out)])  # a short edit
     assert code == 2  # one photo failed
     assert sorted(loads) == ["load_generator", "load_student", "load_teacher"]  # once for the three photos
     printed = capsys.readouterr()
     assert "[1/3]" in printed.out and "[3/3]" in printed.out
     assert "bad.jpg: not a readable image" in printed.err and "1 of 3 photos not audited" in printed.err
-    assert sorted(path.name for path in out.parent.iterdir()) == ["audit-grace_hopper.json", "audit-second.json"]
-    for photo in (portrait(), second):
-        record = json.loads((out.parent / f"audit-{photo.stem}.json").read_text())
-        assert record["image"] == str(photo) and record["verdict"] in printed.out
+    records = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [record["image"] for record in records] == [str(first), str(second)]
+    assert all(record["verdict"] in printed.out for record in records)
+
+
+def _forget_loaded_instruments() -> None:
+    """Every model, judge, dlib model and stop an audit caches, forgotten: the next audit loads them."""
+    from recourse import stops
+    from recourse.instruments import age_gender, fer_smile, identity, readings
+    from tests.conftest import clear_loaded_models
+
+    clear_loaded_models()
+    for cached in (stops.committed_stops, identity.face_descriptor, age_gender.shape_predictor, age_gender._detector,
+                   age_gender.default_models, fer_smile.default_model, readings.calibrations):
+        cached.cache_clear()
+
+
+def _counted_loads(monkeypatch) -> list[str]:
+    """A list that each read of a model file appends its name to: the checked checkpoint reads
+    (classifiers, variants, generator, ONNX judges), the denoiser's weights and dlib's models."""
+    import dlib
+
+    import recourse.checkpoints
+    import recourse.generation.generators
+    import recourse.instruments.age_gender
+
+    loads = []
+
+    def counting(function, name_of):
+        return lambda *args, **kwargs: loads.append(name_of(*args)) or function(*args, **kwargs)
+
+    for module in (recourse.checkpoints, recourse.instruments.age_gender):
+        monkeypatch.setattr(module, "verified_bytes",
+                            counting(recourse.checkpoints.verified_bytes, lambda path, *_: str(path)))
+    generators = recourse.generation.generators
+    monkeypatch.setattr(generators, "load_file", counting(generators.load_file, lambda path, *_: str(path)))
+    for name in ("shape_predictor", "face_recognition_model_v1"):
+        monkeypatch.setattr(dlib, name, counting(getattr(dlib, name), lambda path, *_: str(path)))
+    monkeypatch.setattr(dlib, "get_frontal_face_detector",
+                        counting(dlib.get_frontal_face_detector, lambda *_: "dlib face detector"))
+    return loads
+
+
+@pytest.mark.requires("committed_variants")
+@pytest.mark.slow
+def test_audit_of_three_photos_loads_what_one_photo_loads(monkeypatch, tmp_path, capsys):
+    """Every model file (the pair, the generator, the judges, dlib's models) is read as often
+    for three photos as for one: nothing is loaded again per photo."""
+    from collections import Counter
+
+    from tests.conftest import ROOT
+
+    photos = [str(portrait()), *(str(p) for p in sorted((ROOT / "assets" / "gallery").glob("*.png"))[:2])]
+    short = ["--variant", "ptq-int8", "--attribute", "Smiling", "--edit-steps", "1"]  # region mask on: its landmarks
+    loads = _counted_loads(monkeypatch)
+    counts = []
+    for images in (photos[:1], photos):
+        _forget_loaded_instruments()
+        loads.clear()
+        assert main(["audit", *images, *short]) == 0
+        counts.append(Counter(loads))
+    _forget_loaded_instruments()
+    assert counts[0] and counts[1] == counts[0]
+    assert any("shape_predictor" in name for name in counts[0])  # the dlib models were among them
 
 
 def test_audit_command_of_several_photos_says_a_settings_error_once(project_home, tmp_path, capsys):

@@ -37,6 +37,8 @@ def _commands(a_file, tmp_path):
          f"{a_file} is a file, not a folder"),
         (["audit", "photo.jpg", "--variant", "ptq-int8", "--attribute", "Smiling", "--json", str(tmp_path)],
          "it is a folder; give a file name"),
+        (["audit", "photo.jpg", "--variant", "ptq-int8", "--attribute", "Smiling", "--out-dir", str(a_file)],
+         f"cannot write into {a_file}: it is a file, not a folder"),
         (["counterfactual", "photo.jpg", "--attribute", "Smiling", "--out", str(blocked / "cf.png")],
          f"{a_file} is a file, not a folder"),
         (["counterfactual", "photo.jpg", "--attribute", "Smiling", "--out", str(tmp_path / "cf")],

@@ -4,6 +4,7 @@ for one photo or several (the models load once for all of them)."""
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from pathlib import Path
 
@@ -26,9 +27,12 @@ def register(commands) -> None:
     audit.add_argument("--margin", type=finite_float, help=PICTURE_MARGIN_HELP)
     audit.add_argument("--numbers-at", choices=("benchmark", "boundary"), default="benchmark", help=NUMBERS_AT_HELP)
     audit.add_argument("--seed", type=int)
-    audit.add_argument("--json", help="write the whole audit here; with several photos, one file per photo beside "
-                                      "it, named after both (--json out/audit.json with a.jpg b.jpg: "
-                                      "out/audit-a.json, out/audit-b.json)")
+    audit.add_argument("--json", metavar="FILE",
+                       help="write the audits to this one file as JSON Lines: one line per photo audited, each the "
+                            "photo's whole audit (one photo: one line, itself a JSON document)")
+    audit.add_argument("--out-dir", metavar="DIR",
+                       help="write each photo's audit to a JSON file of its own in DIR, named after the photo "
+                            "(a.jpg: DIR/a.json; a later photo of a name already used: DIR/a-2.json)")
     add_denoised_options(audit)
     walks = walk_options(audit)
     walks.add_argument("--steps", type=int, help="walks: DDIM steps over the whole schedule")
@@ -36,21 +40,21 @@ def register(commands) -> None:
     audit.set_defaults(run=run, uses_committed_models=always)
 
 
-def json_paths(json: str | None, images: list[str]) -> list[str | None]:
-    """Where each photo's audit is written: ``--json`` itself for one photo; for several, one
-    file per photo beside it, ``<stem>-<photo stem><suffix>`` (a later photo of a name already
-    used gets ``-2``, ``-3``, ...), so that no audit overwrites another."""
-    if not json or len(images) == 1:
-        return [json] * len(images)
-    path, used, paths = Path(json), set(), []
+def out_dir_paths(directory: str | None, images: list[str]) -> list[str | None]:
+    """Where ``--out-dir`` writes each photo's audit: ``DIR/<photo stem>.json``, a later photo
+    of a stem already used getting ``-2``, ``-3``, ... (a/face.jpg and b/face.png are two
+    photos), so that no audit overwrites another."""
+    if not directory:
+        return [None] * len(images)
+    used, paths = set(), []
     for image in images:
-        base, count = f"{path.stem}-{Path(image).stem}", 1
+        base, count = Path(image).stem, 1
         name = base
         while name in used:
             count += 1
             name = f"{base}-{count}"
         used.add(name)
-        paths.append(str(path.with_name(name + path.suffix)))
+        paths.append(str(Path(directory) / f"{name}.json"))
     return paths
 
 
@@ -67,44 +71,90 @@ def _loaded_pair(args: argparse.Namespace, name: str, teacher, student):
     return teacher, student, models.load_generator()
 
 
-def _audit_one(args: argparse.Namespace, image: str, json: str | None, name: str, settings, loaded, black_box) -> None:
+def _instruments(teacher) -> dict:
+    """The judges and dlib's face descriptor, resolved once before the first photo and given to
+    every audit: left to each audit, the stronger judge's folder is read again for every photo
+    (whether its training has finished). One that is not there is left to the library, which
+    says why in each audit's ``missing``."""
+    from recourse.audit_instruments import (
+        COMMITTED, model_resolution, resolve_identity, resolve_judge, resolve_strong_judge,
+    )
+
+    resolution = model_resolution(teacher)
+    strong_judge, _ = resolve_strong_judge(COMMITTED, resolution)
+    identity, _ = resolve_identity(COMMITTED, resolution)
+    return {"judge": resolve_judge(COMMITTED, resolution),  # None where there is none: the audit says nothing else
+            "strong_judge": COMMITTED if strong_judge is None else strong_judge,
+            "identity": COMMITTED if identity is None else identity}
+
+
+def _audit_one(args: argparse.Namespace, image: str, name: str, settings, loaded, instruments: dict,
+               black_box) -> dict:
+    """Audit one photo, print what the app shows in words, and return its JSON record."""
     from recourse.audit import audit_image
+    from recourse.recourse_path import divergence_sentence
     from recourse.render.audit_html import audit_record
     from recourse.render.text import audit_line
 
     teacher, student, generator = loaded
     before = (black_box.forward_passes, black_box.estimates) if black_box is not None else None
     result = audit_image(Path(image), name, args.attribute, args.target, settings, teacher=teacher, student=student,
-                         generator=generator)
+                         generator=generator, **instruments)
     if black_box is not None:
         print(black_box_line(name, black_box.forward_passes - before[0], black_box.estimates - before[1]))
-    _write_json(json, {"command": _command_line(args), "image": str(image), **audit_record(result)})
     print(audit_line(result))
     print(result.verdict)
-    if json:
-        print(f"wrote {json}")
+    for path in result.paths:  # the sentences the app shows under the two path plots
+        print(divergence_sentence(path, result.predictions.variant))
+    return {"command": _command_line(args), "image": str(image), **audit_record(result)}
+
+
+def _start_json_lines(path: str | None) -> None:
+    """An empty ``--json`` file, so that what it holds after the call is this call's audits only."""
+    if path:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        Path(path).write_text("")
+
+
+def _add_json_line(path: str | None, record: dict) -> None:
+    """One photo's record appended as it is done: a long call that stops keeps the audits made."""
+    if path:
+        with open(path, "a") as file:
+            file.write(json.dumps(record) + "\n")
 
 
 def run(args: argparse.Namespace) -> int:
     from recourse.paired import share_cores_between_paired_edits
+    from recourse.paths import writable_folder
 
+    if args.out_dir:
+        writable_folder(args.out_dir)  # before any model loads, as main checks --json
     share_cores_between_paired_edits()
     settings = _single_face_settings(args)
     name, teacher, student, black_box = _audited_pair(args)  # committed, or an auditor's own by their cards
     loaded = _loaded_pair(args, name, teacher, student)
-    several = len(args.images) > 1
-    failed = []
-    for number, (image, json) in enumerate(zip(args.images, json_paths(args.json, args.images)), 1):
+    instruments = _instruments(loaded[0])
+    _start_json_lines(args.json)
+    several, failed, written = len(args.images) > 1, [], 0
+    for number, (image, own_file) in enumerate(zip(args.images, out_dir_paths(args.out_dir, args.images)), 1):
         if several:
             print(f"[{number}/{len(args.images)}] {image}")
         try:
-            _audit_one(args, image, json, name, settings, loaded, black_box)
+            record = _audit_one(args, image, name, settings, loaded, instruments, black_box)
         except expected_errors() as error:
             if not several:
                 raise  # one photo: said by main, as any command's error
             said = str(error) if Path(image).name in str(error) else f"{image}: {error}"
             print(f"error: {said}", file=sys.stderr)
             failed.append(image)
+            continue
+        _add_json_line(args.json, record)
+        written += 1
+        _write_json(own_file, record)
+        if own_file:
+            print(f"wrote {own_file}")
+    if args.json:
+        print(f"wrote {args.json}: {written} audit{'s' if written != 1 else ''}, one JSON line each")
     if failed:
         print(f"error: {len(failed)} of {len(args.images)} photos not audited: {', '.join(failed)}", file=sys.stderr)
         return 2
