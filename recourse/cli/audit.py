@@ -92,6 +92,7 @@ def _audit_one(args: argparse.Namespace, image: str, name: str, settings, loaded
                black_box) -> dict:
     """Audit one photo, print what the app shows in words, and return its JSON record."""
     from recourse.audit import audit_image
+    from recourse.audit_verdict import sizes_withheld
     from recourse.recourse_path import divergence_sentence
     from recourse.render.audit_html import audit_record
     from recourse.render.text import audit_line
@@ -104,8 +105,9 @@ def _audit_one(args: argparse.Namespace, image: str, name: str, settings, loaded
         print(black_box_line(name, black_box.forward_passes - before[0], black_box.estimates - before[1]))
     print(audit_line(result))
     print(result.verdict)
+    compared = not sizes_withheld(result.recourse, result.face_logit)  # as the verdict says, as the app does
     for path in result.paths:  # the sentences the app shows under the two path plots
-        print(divergence_sentence(path, result.predictions.variant))
+        print(divergence_sentence(path, result.predictions.variant, compared))
     return {"command": _command_line(args), "image": str(image), **audit_record(result)}
 
 
