@@ -144,8 +144,13 @@ def screen_shard(plan: ScanPlan, names: list[str], frame, teacher, student) -> d
     rows = []
     if files:
         rows = [row.to_dict() for row in screen(files, torch.stack(images), teacher, student.twin, student.decider,
-                                                plan.attribute, plan.settings.counterfactual.margin)]
+                                                plan.attribute, numbers_margin(plan.settings))]
     return {"rows": rows, "skipped": skipped}
+
+
+def numbers_margin(settings: AuditSettings) -> float:
+    """The margin an audit's numbers are read at: where the screening looks too."""
+    return settings.stops.numbers if settings.stops is not None else settings.counterfactual.margin
 
 
 def audit_record(case) -> dict:
@@ -183,7 +188,7 @@ def _shards(plan: ScanPlan, names: list[str]) -> list[list[str]]:
 def _screening(plan, state, names, frame, teacher, student, progress) -> tuple[list[dict], float]:
     """This process's share of the shards, screened or read back; every process's gathered."""
     started, shards = time.perf_counter(), _shards(plan, names)
-    margin = plan.settings.counterfactual.margin
+    margin = numbers_margin(plan.settings)
     mine = list(range(state.process_index, len(shards), state.num_processes))
     done = []
     for count, index in enumerate(mine, 1):
