@@ -371,7 +371,7 @@ def check_onnx_model(data: bytes, source: str, input_dims: list[int] | None = No
     import onnx
     from google.protobuf.message import DecodeError
 
-    from recourse.foreign.onnx_bounds import size_problem
+    from recourse.foreign.onnx_bounds import protobuf_messages, size_problem
 
     model = onnx.ModelProto()
     try:
@@ -380,7 +380,7 @@ def check_onnx_model(data: bytes, source: str, input_dims: list[int] | None = No
         raise ForeignModelError(f"{source}: ONNX Runtime cannot load it (not an ONNX model: {error})") from None
     # fields this onnx does not know are dropped, so the runtime gets nothing unchecked
     model.DiscardUnknownFields()
-    for message in _messages(model):
+    for message in protobuf_messages(model):
         if isinstance(message, onnx.TensorProto) and (message.data_location == onnx.TensorProto.EXTERNAL
                                                       or len(message.external_data) > 0):
             location = next((entry.value for entry in message.external_data if entry.key == "location"), "")
@@ -393,22 +393,3 @@ def check_onnx_model(data: bytes, source: str, input_dims: list[int] | None = No
     if problem:
         raise ForeignModelError(f"{source}: {problem}")
     return model.SerializeToString()
-
-
-def _messages(root: Any) -> Iterator[Any]:
-    """Every protobuf message inside ``root`` (itself included), by the schema: so tensors in
-    attributes, sparse tensors, subgraphs, functions and training graphs are all reached."""
-    from google.protobuf.descriptor import FieldDescriptor
-    from google.protobuf.message import Message
-
-    stack = [root]
-    while stack:
-        message = stack.pop()
-        yield message
-        for field, value in message.ListFields():
-            if field.type != FieldDescriptor.TYPE_MESSAGE:
-                continue
-            if isinstance(value, Message):
-                stack.append(value)
-            else:  # a repeated field, or a map
-                stack.extend(value.values() if hasattr(value, "values") else value)

@@ -50,7 +50,7 @@ def size_problem(model: Any, input_dims: list[int] | None) -> str | None:
     allocate more than a photo's budget for one input of ``input_dims``; or None."""
     import onnx
 
-    for message in _messages(model):
+    for message in protobuf_messages(model):
         if isinstance(message, onnx.TensorProto) and message.data_type == onnx.TensorProto.STRING:
             return f"tensor {message.name!r} holds text; {_NO_TEXT}"
         if isinstance(message, onnx.SparseTensorProto):
@@ -75,7 +75,7 @@ def size_problem(model: Any, input_dims: list[int] | None) -> str | None:
                 return (f"value {name!r} takes {_mb(math.prod(dims) * _itemsize(elem_type))} (shape {dims}) for one "
                         f"image, more than the {_mb(MAX_TENSOR_BYTES)} a photo may decode to; refused (sizes that "
                         "constants or shape arithmetic ask for count too)")
-    for message in _messages(model):
+    for message in protobuf_messages(model):
         if isinstance(message, onnx.NodeProto) and message.op_type in _OUTSIDE_ALLOCATOR and message.input:
             elem_type, dims = sizes.get(message.input[0], (0, None))
             if dims is None or math.prod(dims) * _BYTES_PER_INPUT_ELEMENT > MAX_TENSOR_BYTES:
@@ -135,7 +135,7 @@ def _value_sizes(model: Any) -> dict[str, tuple[int, list[int] | None]]:
     import onnx
 
     sizes: dict[str, tuple[int, list[int] | None]] = {}
-    for message in _messages(model):
+    for message in protobuf_messages(model):
         if isinstance(message, onnx.GraphProto):
             for value in (*message.input, *message.output, *message.value_info):
                 kind = value.type.WhichOneof("value")
@@ -164,7 +164,7 @@ def _stored_names(model: Any) -> set[str]:
     import onnx
 
     names: set[str] = set()
-    for message in _messages(model):
+    for message in protobuf_messages(model):
         if isinstance(message, onnx.GraphProto):
             names.update(tensor.name for tensor in message.initializer)
             names.update(sparse.values.name for sparse in message.sparse_initializer)
@@ -216,8 +216,9 @@ _arena_lock, _run_lock = threading.Lock(), threading.Lock()
 _arena_registered = False
 
 
-def _messages(root: Any) -> Iterator[Any]:
-    """Every protobuf message inside ``root`` (itself included), by the schema."""
+def protobuf_messages(root: Any) -> Iterator[Any]:
+    """Every protobuf message inside ``root`` (itself included), by the schema: so tensors in
+    attributes, sparse tensors, subgraphs, functions and training graphs are all reached."""
     from google.protobuf.descriptor import FieldDescriptor
     from google.protobuf.message import Message
 
