@@ -84,7 +84,11 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     SCAN_INPUTS = [failures.source, failures.folder, failures.root, failures.split, failures.count, failures.photos,
                    failures.variant, failures.attribute, *WALK_SETTINGS, *METHOD_SETTINGS, *CARDS]
     HEAVY = {"concurrency_limit": HEAVY_CONCURRENCY, "concurrency_id": "heavy"}
-    SHOW_STATUS = "() => { document.querySelector('#status')?.scrollIntoView({block: 'nearest'}); }"
+    # The status line brought into view when an audit starts; at app.css's phone width the results
+    # sit under every control, so it goes to the top of the screen and the verdict and faces arrive
+    # under it, in view. A wide screen scrolls only where the status is out of sight.
+    SHOW_STATUS = ("() => { document.querySelector('#status')?.scrollIntoView("
+                   "{block: matchMedia('(max-width: 640px)').matches ? 'start' : 'nearest'}); }")
 
     # -----------------------------------------------------------------------------------
     # Events
@@ -100,7 +104,6 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     # Whatever runs a model waits for the models loading at start-up (recourse.ui.startup), saying
     # so in its status line; without a launch (tests, scripts) nothing waits.
     audit_after_loading = after_loading(audit.run_audit, audit.status)
-    # On a phone the status line sits below the settings: brought into view when the audit starts.
     audit.run.click(audit.clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private",
                     js=SHOW_STATUS).then(
         audit_after_loading, AUDIT_INPUTS, AUDIT_OUTPUTS, api_name="audit", **HEAVY)
@@ -118,7 +121,7 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
         chooser.select(select_failure, found_faces,
                        [selected_face, audit.upload, audit.original_view, audit.variant, audit.attribute,
                         audit.target, tabs], api_visibility="private").then(
-            audit.clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private").then(
+            audit.clear_results, None, RESULT_OUTPUTS, queue=False, api_visibility="private", js=SHOW_STATUS).then(
             audit_after_loading, AUDIT_INPUTS, AUDIT_OUTPUTS, api_visibility="private", **HEAVY)
     # each variant labelled with why it cannot be used, once all are loaded (the list is usable meanwhile)
     demo.load(after_loading(lambda: [gr.Dropdown(choices=variant_choices())] * 2), None,

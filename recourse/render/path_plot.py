@@ -10,7 +10,9 @@ import html
 from recourse.recourse_path import RecoursePath, divergence_sentence
 
 WIDTH, HEIGHT = 380, 210
-LEFT, RIGHT, TOP, BOTTOM = 40, 12, 14, 40  # room for the axes' labels
+# 12 user units: drawn at 11 px or more down to a plot 348 px wide (a 390-px phone, app.css)
+FONT_PX = 12
+LEFT, RIGHT, TOP, BOTTOM = 40, 16, 14, 40  # room for the axes' labels (RIGHT: half the last tick's "100%")
 TEACHER_COLOUR, STUDENT_COLOUR = "#2563eb", "#db2777"  # as in the predictions chart
 STOP_LABELS = {"boundary": "boundary", "benchmark": "benchmark margin", "visible": "visible stop"}
 
@@ -33,7 +35,7 @@ def path_svg(path: RecoursePath, student_name: str, shown_alpha: float | None = 
     x_of = _scale(0.0, 1.0, LEFT, WIDTH - RIGHT)
     y_of = _scale(low - pad, high + pad, HEIGHT - BOTTOM, TOP)
     parts = [f'<svg xmlns="http://www.w3.org/2000/svg" class="recourse-path" viewBox="0 0 {WIDTH} {HEIGHT}" '
-             f'width="100%" style="max-width:{WIDTH}px;font:10px sans-serif" role="img" '
+             f'width="100%" style="max-width:{WIDTH}px;font:{FONT_PX}px sans-serif" role="img" '
              f'aria-label="{html.escape(divergence_sentence(path, student_name, sizes_compared))}">',
              f'<rect x="{LEFT}" y="{TOP}" width="{WIDTH - LEFT - RIGHT}" height="{HEIGHT - TOP - BOTTOM}" '
              'fill="#f8fafc" stroke="#cbd5e1"/>']
@@ -67,7 +69,8 @@ def path_svg(path: RecoursePath, student_name: str, shown_alpha: float | None = 
               f'{" model&#39;s" if path.guided_by == "teacher" else ""} edit</text>',
               f'<text x="10" y="{(TOP + HEIGHT - BOTTOM) / 2}" transform="rotate(-90 10 {(TOP + HEIGHT - BOTTOM) / 2})" '
               'text-anchor="middle" fill="#0f172a">logit toward the target</text>',
-              f'<text x="{LEFT + 4}" y="{TOP + 11}" fill="{TEACHER_COLOUR}">full precision</text>',
-              f'<text x="{LEFT + 4}" y="{TOP + 23}" fill="{STUDENT_COLOUR}">{html.escape(student_name)}</text>',
+              f'<text x="{LEFT + 4}" y="{TOP + FONT_PX + 1}" fill="{TEACHER_COLOUR}">full precision</text>',
+              f'<text x="{LEFT + 4}" y="{TOP + 2 * FONT_PX + 3}" fill="{STUDENT_COLOUR}">'
+              f'{html.escape(student_name)}</text>',
               "</svg>"]
     return "".join(parts)
