@@ -271,12 +271,14 @@ def bright_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 def clear_loaded_models() -> None:
-    """The committed models are loaded once per process; a test that swaps the home reloads."""
-    from recourse import models
+    """The committed models (and the stops read from the committed files) are loaded once per
+    process; a test that swaps the home reloads, and leaves nothing of its home cached."""
+    from recourse import models, stops
     from recourse.generation import default_generator
 
     models.clear_loaded()
     default_generator.cache_clear()
+    stops.committed_stops.cache_clear()
 
 
 @pytest.fixture

@@ -94,7 +94,7 @@ def test_a_large_rotated_jpeg_is_reduced_then_turned():
 
 
 def test_boxes_of_a_reduced_photo_are_in_the_original_pixels(monkeypatch):
-    monkeypatch.setattr(faces, "detect_faces", lambda image: [(100, 50, 200, 200)])
+    monkeypatch.setattr(faces, "detect_faces", lambda image, min_share=0.15: [(100, 50, 200, 200)])
     aligned = align_face(Image.new("RGB", (6000, 3000)), resolution=16)  # worked on at 1/3
     assert aligned.face_box == (300, 150, 600, 600)
     side = 600 / faces.HQ_BOX_WIDTH
