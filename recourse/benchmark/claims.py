@@ -21,7 +21,7 @@ Which tests are claims (new runs, analysis "2026-12-03"):
   (Benjamini–Hochberg, false discovery rate). Both adjusted p-values are given within each
   family; a claim holds by its family's correction.
 
-With a registered primary family (issue 37: the run's ``settings.primary_family``, read from
+With a registered primary family (the run's ``settings.primary_family``, read from
 ``assets/results/benchmark-primary.json``), the claims that file names (a row's semantic validity
 against the teacher's, difference and TOST) are the family ``registered``, read by Holm over
 exactly themselves (a registered row the run lacks is listed with an undefined p and counted in

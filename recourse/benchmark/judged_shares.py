@@ -1,5 +1,5 @@
 """What each attribute's judge saw of each model's own recourse, attribute by attribute, from a
-run's saved per-task columns (issue 37's first point): the share of the judged tasks whose own
+run's saved per-task columns: the share of the judged tasks whose own
 recourse is valid and seen (semantic validity), and the judge's mean shift toward the target.
 
 The record holds these pooled over the attributes; a judge reads one attribute, so its seen rate

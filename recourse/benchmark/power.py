@@ -5,7 +5,7 @@ Connor 1987) and for paired means (CRG, DirSim, |Δlogit|: paired t), two-sided,
 by the size of the family of claims (the Holm bound of the smallest p, so a claim that clears
 it survives the correction).
 
-    recourse power                       # the effects issue 26 quotes
+    recourse power                       # the effects of the first run's review
     recourse power --family-size 50 \\
         --proportion "cfq-qat − no-recourse, FA¾" 9.6 16.7 0.42 \\
         --mean "cfq-qat − ptq-int4, DirSim" 1.0 6.0 0.95 \\
@@ -42,7 +42,7 @@ class Needed:
     tasks: int
 
 
-# The effects the review in issue 26 quotes (first run, assets/archive/benchmark.json): FA¾ rests on
+# The effects the first run's review quotes (first run, assets/archive/benchmark.json): FA¾ rests on
 # the ~76 of 180 partial edits the teacher still rejects; S was all 180 tasks at margin 2.
 DEFAULT_PROPORTIONS = (
     ("cfq-qat − cfq-qat-norecourse, FA¾", 9.6, 16.7, 76 / 180, None),

@@ -122,12 +122,12 @@ class BenchmarkRow:
     compression: str = ""  # the method that made the variant
     family: str = ""
     groups: dict = field(default_factory=dict)  # {"seen" | "held_out": summary}
-    # Added for issue 26; absent from the committed runs (written only when set):
+    # Absent from the committed runs (written only when set):
     zero_edits: float | None = None  # % of B where the student's own edit is zero (it decides t at x)
     dirsim_moved: float | None = None  # DirSim over B without those
     proportions: dict = field(default_factory=dict)  # {metric: {"count", "n", "wilson": [low, high] in %}}
     paired_score: dict = field(default_factory=dict)  # {reference: {metric: [low, high]}}, Newcombe, in points
-    # Added for issue 37 (recourse.benchmark.semantic); absent where no task was judged:
+    # From recourse.benchmark.semantic; absent where no task was judged:
     semantic_validity: float | None = None  # % of the judged tasks whose own recourse is valid and seen
     semantic: dict = field(default_factory=dict)  # {"judged", "teacher", "fp32": the row − teacher test}
 
@@ -145,11 +145,11 @@ class FamilyRow:
     agreement: tuple[float, float]
     metrics: dict  # {group: {metric: {"mean", "sd", "low", "high"}}}
     paired: dict = field(default_factory=dict)  # {reference: {group: {metric: [difference, low, high]}}}
-    # Added for issue 26; absent from the committed runs (written only when set):
+    # Absent from the committed runs (written only when set):
     wilson: dict = field(default_factory=dict)  # {group: {metric: [low, high]}}, at the seeds' mean count, %
     tests: dict = field(default_factory=dict)  # {reference: {group: {metric: {"p", "se", "score_interval"?}}}}
     equivalence: dict = field(default_factory=dict)  # {floor: {group: {metric: Equivalence.to_dict()}}}
-    # Added for issue 37: semantic validity over the judged tasks, the family against the teacher
+    # Semantic validity over the judged tasks, the family against the teacher
     semantic: dict = field(default_factory=dict)  # {"judged", "mean", "sd", "teacher", "fp32": test}
 
 

@@ -115,7 +115,7 @@ class BenchmarkResult:
     definitions: str = DEFINITIONS
     families: tuple[FamilyRow, ...] = ()
     sweep: tuple[SweepPoint, ...] = ()
-    claims: tuple[Claim, ...] = ()  # the family of claims with corrected p-values (issue 26)
+    claims: tuple[Claim, ...] = ()  # the family of claims with corrected p-values
     latency: tuple[dict, ...] = ()  # recourse.benchmark.latency.LatencyComparison.to_dict() of --models
     # the per-task columns saved beside the record ({"file": name beside it, "sha256"}), from
     # which recourse recompute-claims recomputes its statistics; runs before it have none

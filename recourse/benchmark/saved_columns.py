@@ -6,7 +6,7 @@ One compressed ``.npz`` (``np.savez_compressed``) of plain arrays, read with
 each task's id and attribute, the student rows' names in the table's order, and every field of
 :class:`recourse.paired.RecourseColumns` stacked over the rows (``(rows, tasks)``, the partial
 edits ``(rows, tasks, α)``), and the judges' readings of each row's own recourse and of the
-teacher's (:class:`recourse.benchmark.semantic.SemanticColumns`, as ``semantic_<field>``: issue 37;
+teacher's (:class:`recourse.benchmark.semantic.SemanticColumns`, as ``semantic_<field>``;
 a file written before them has none and reads back without them). The record names the file and
 its SHA-256.
 """

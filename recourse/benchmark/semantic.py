@@ -1,4 +1,4 @@
-"""Semantic validity of each model's own recourse (issue 37): is the edit that flips a model's
+"""Semantic validity of each model's own recourse: is the edit that flips a model's
 decision still a change a person sees?
 
 VD, CRG and DirSim measure how far a compressed model's recourse is from the teacher's. They do

@@ -75,7 +75,7 @@ class BenchmarkSettings:
     student_stop: str = "decider"
     noise_draws: int = 3  # noise controls (fp32-noise, fp32-noise-s1, ...): one family of draws
     noise_match_split: str | None = "val"  # the split the control's sigma is matched on; None: the run's own images
-    # Variants that get a noise floor of their own (issue 37): noise_draws draws matched to that
+    # Variants that get a noise floor of their own: noise_draws draws matched to that
     # variant's agreement (rows fp32-noise@<variant>, fp32-noise-s1@<variant>, ...), against which
     # its TOST is read instead of against the noise control, matched to noise_control's
     # agreement only. The noise control stays (the sweep's band and margin rule read it alone);
@@ -86,7 +86,7 @@ class BenchmarkSettings:
     # TOST margins of "on the noise floor" (stated before the run; docs/metrics.md); empty: no test
     equivalence_margins: tuple[tuple[str, float], ...] = EQUIVALENCE_MARGINS
     analysis: str = ANALYSIS  # how families are compared and claims counted (ANALYSES); no chunk depends on it
-    # The registered primary family (issue 37: recourse.benchmark.semantic), read from its file
+    # The registered primary family (recourse.benchmark.semantic), read from its file
     # before the run: its claims are corrected by Holm over exactly themselves and every other
     # claim is secondary. None: the families of before. No chunk depends on it.
     primary_family: RegisteredFamily | None = None
@@ -297,7 +297,7 @@ def cached_teacher_part(x: torch.Tensor, start: int, teacher: nn.Module, setting
         cache_dir.mkdir(parents=True, exist_ok=True)
         write_tensors(path, part, fields)
     elif not _JUDGE_KEYS <= set(part):
-        # made before the judges were read (issue 37): its counterfactuals are read, none is made again
+        # made before the judges were read: its counterfactuals are read, none is made again
         part = {**part, **teacher_readings(x, start, part, settings)}
         write_tensors(path, part, fields)
     return part
@@ -344,7 +344,7 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
         for method, student in students.items():
             part = parts[method]
             if part is None or not all(_JUDGE_RECORD_KEYS <= set(r) for r in part):
-                # none, or one made before the judges were read (issue 37): made, or completed
+                # none, or one made before the judges were read: made, or completed
                 part = student_part(x, start, fp32, student, settings, generator, earlier=part)
                 path = paths[method]
                 path.with_suffix(".tmp").write_text(json.dumps({**fields[method], "sha256": json_digest(part),
@@ -412,7 +412,7 @@ def _teacher_judge_record(part: dict[str, torch.Tensor], k: int) -> dict:
 _TEACHER_KEYS = {"counterfactuals", "target", "valid", "cost", "logit", "partial"}
 _STUDENT_TYPES = {"accepts_teacher": bool, "valid": bool, "cost": float, "cosine": float, "logit": float,
                   "partial": list}
-# The judges' readings (issue 37). A part made before them has none of these and is completed:
+# The judges' readings. A part made before them has none of these and is completed:
 # the teacher's by reading its cached counterfactuals, a student's by making its judged tasks again.
 _JUDGE_KEYS = {"judge_face", "judge_score", "judge_seen", "judge_shift"}
 _JUDGE_RECORD_TYPES = {"judge_score": float, "judge_seen": bool, "judge_shift": float}  # or None

@@ -2,7 +2,7 @@
 
 The direction metric with zero-length recourses apart beside the floor rows, Wilson intervals
 of the shares, TOST against the floor rows and the family of claims after Holm and
-Benjamini–Hochberg (issue 26). It draws what the record holds; ``recourse recompute-claims``
+Benjamini–Hochberg. It draws what the record holds; ``recourse recompute-claims``
 (:mod:`recourse.cli.recompute_claims`) recomputes the same statistics from the run's saved
 per-task columns and says where they differ.
 

@@ -11,7 +11,7 @@ def register(commands) -> None:
         "power", help="how many benchmark tasks a claim needs at the stated power",
         description="How many benchmark tasks a claim needs: N at the stated power for paired proportions (McNemar) "
                     "and paired means (paired t), two-sided, at alpha divided by the size of the family of claims. "
-                    "Without a claim: the effects issue 26 quotes.")
+                    "Without a claim: the effects the first run's review quotes.")
     power.add_argument("--alpha", type=float, default=0.05, help="two-sided level of one claim before correction")
     power.add_argument("--power", type=float, default=0.8)
     power.add_argument("--family-size", type=int, default=1,

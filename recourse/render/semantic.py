@@ -1,4 +1,4 @@
-"""Semantic validity on the page (issue 37): the registered family's claims, each row's own
+"""Semantic validity on the page: the registered family's claims, each row's own
 recourse against the teacher's with its corrected interval and reading, and what each
 attribute's judge saw of every model's own recourse."""
 
