@@ -235,7 +235,8 @@ def threads_for_paired_edits(cores: int | None = None) -> int:
     """Torch's intra-op threads for a process whose audits edit with both models at once
     (``paired_recourse(concurrent=True)``): half the cores for each edit. With more, the two
     edits' thread pools contend for the same cores: on 2 cores a full audit took 6.1 s with 2
-    threads and 5.2 s with 1 (medians, ``scripts/measurements/app_benchmark.py``; the guide's "Time on this CPU")."""
+    threads and 5.2 s with 1 (medians, ``scripts/measurements/app_benchmark.py``; the guide's
+    "Time on this CPU")."""
     return max(1, (cores if cores is not None else os.cpu_count() or 1) // 2)
 
 
