@@ -1,9 +1,14 @@
 """Shared fixtures: tiny CelebA folders and models made on the fly, the real data when present,
-and the switch that turns every skip for a missing prerequisite into a failure.
+and the two tiers of the suite.
+
+``python -m pytest -q`` runs the fast tier: every test not marked ``slow`` (the end-to-end,
+browser, real-model and real-data checks, as diffusers gates its own slow tests).
+``RECOURSE_FULL=1`` is the one switch for the full tier (``.ci/run`` sets it): every test runs,
+and a missing prerequisite fails its test instead of skipping it.
 
 Prerequisites (real data, chromium, the committed variants) are declared on a test with
 ``@pytest.mark.requires("hq_data", ...)``. A missing one skips the test with its reason,
-unless ``RECOURSE_REQUIRE_ALL=1`` is set (as ``.ci/run`` does): then it fails the test.
+unless ``RECOURSE_FULL=1``.
 """
 
 from __future__ import annotations
@@ -46,11 +51,34 @@ PREREQUISITES: dict[str, tuple[Callable[[], bool], str]] = {
 }
 
 
+FULL_TIER = "RECOURSE_FULL"
+
+
+def full_tier() -> bool:
+    """Whether this run is the full tier: every test, none skipped."""
+    return os.environ.get(FULL_TIER) == "1"
+
+
 def missing(reason: str) -> None:
-    """Skip for a missing prerequisite, or fail when ``RECOURSE_REQUIRE_ALL=1``."""
-    if os.environ.get("RECOURSE_REQUIRE_ALL") == "1":
-        pytest.fail(f"{reason} (RECOURSE_REQUIRE_ALL=1: every test must run)", pytrace=False)
+    """Skip for a missing prerequisite, or fail in the full tier."""
+    if full_tier():
+        pytest.fail(f"{reason} ({FULL_TIER}=1: every test must run)", pytrace=False)
     pytest.skip(reason)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """The fast tier leaves out the tests marked ``slow`` (deselected, so they are not skips)."""
+    if full_tier():
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    return ("full tier: every test, a missing prerequisite fails" if full_tier()
+            else f"fast tier: tests marked slow are deselected ({FULL_TIER}=1 runs the full tier)")
 
 
 @pytest.hookimpl(tryfirst=True)

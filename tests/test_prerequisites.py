@@ -1,5 +1,6 @@
-"""The suite says what it did not run, and CI (RECOURSE_REQUIRE_ALL=1) runs everything."""
+"""The suite says what it did not run, and its full tier (RECOURSE_FULL=1, as CI runs it) runs everything."""
 
+import os
 import re
 import subprocess
 import sys
@@ -10,14 +11,14 @@ from tests.conftest import PREREQUISITES, ROOT, missing
 
 
 def test_a_missing_prerequisite_skips_with_its_reason(monkeypatch):
-    monkeypatch.delenv("RECOURSE_REQUIRE_ALL", raising=False)
+    monkeypatch.delenv("RECOURSE_FULL", raising=False)
     with pytest.raises(pytest.skip.Exception, match="chromium not installed"):
         missing("chromium not installed")
 
 
-def test_under_require_all_a_missing_prerequisite_fails(monkeypatch):
-    monkeypatch.setenv("RECOURSE_REQUIRE_ALL", "1")
-    with pytest.raises(pytest.fail.Exception, match="chromium not installed.*RECOURSE_REQUIRE_ALL=1"):
+def test_in_the_full_tier_a_missing_prerequisite_fails(monkeypatch):
+    monkeypatch.setenv("RECOURSE_FULL", "1")
+    with pytest.raises(pytest.fail.Exception, match="chromium not installed.*RECOURSE_FULL=1"):
         missing("chromium not installed")
 
 
@@ -37,3 +38,15 @@ def test_the_run_lists_its_skips(tmp_path):
                            "--rootdir", str(tmp_path), "-p", "no:cacheprovider", str(tmp_path / "test_one.py")],
                           capture_output=True, text=True, timeout=120)
     assert "SKIPPED [1] " in done.stdout and "no chromium here" in done.stdout, done.stdout
+
+
+@pytest.mark.parametrize("full, ran", [("0", "1 passed, 1 deselected"), ("1", "2 passed")])
+def test_the_fast_tier_leaves_out_the_slow_tests_and_the_full_tier_runs_them(tmp_path, full, ran):
+    (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_collection_modifyitems, pytest_report_header\n")
+    (tmp_path / "test_two.py").write_text("import pytest\n\ndef test_fast():\n    pass\n\n"
+                                         "@pytest.mark.slow\ndef test_slow():\n    pass\n")
+    done = subprocess.run([sys.executable, "-m", "pytest", "-q", "-c", str(ROOT / "pyproject.toml"),
+                           "--rootdir", str(tmp_path), "-p", "no:cacheprovider", str(tmp_path / "test_two.py")],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT,
+                          env={**os.environ, "RECOURSE_FULL": full, "PYTHONPATH": str(ROOT)})
+    assert ran in done.stdout, done.stdout
