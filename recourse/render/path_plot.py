@@ -65,8 +65,8 @@ def path_svg(path: RecoursePath, student_name: str, shown_alpha: float | None = 
         parts.append(f'<text x="{x_of(tick):.1f}" y="{HEIGHT - BOTTOM + 16}" text-anchor="middle" '
                      f'fill="#475569">{tick:.0%}</text>')
     parts += [f'<text x="{(LEFT + WIDTH - RIGHT) / 2}" y="{HEIGHT - 6}" text-anchor="middle" fill="#0f172a">'
-              f'share of {"the full-precision" if path.guided_by == "teacher" else html.escape(student_name) + "&#39;s"}'
-              f'{" model&#39;s" if path.guided_by == "teacher" else ""} edit</text>',
+              f'share of {"the full-precision" if path.guided_by == "teacher" else html.escape(student_name) + "’s"}'
+              f'{" model’s" if path.guided_by == "teacher" else ""} edit</text>',
               f'<text x="10" y="{(TOP + HEIGHT - BOTTOM) / 2}" transform="rotate(-90 10 {(TOP + HEIGHT - BOTTOM) / 2})" '
               'text-anchor="middle" fill="#0f172a">logit toward the target</text>',
               f'<text x="{LEFT + 4}" y="{TOP + FONT_PX + 1}" fill="{TEACHER_COLOUR}">full precision</text>',

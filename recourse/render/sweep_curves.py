@@ -114,7 +114,7 @@ def curve_svg(points: list[SweepPoint], metric: str) -> str:
         parts.append(f'<text x="{LEFT - 3}" y="{y_of(value) + 3:.1f}" text-anchor="end" fill="#475569">'
                      f'{value:.{digits}f}</text>')
     parts += [f'<text x="{(LEFT + WIDTH - RIGHT) / 2}" y="{HEIGHT - BOTTOM + 27}" text-anchor="middle" '
-              'fill="#0f172a">margin of the teacher&#39;s recourse (evenly spaced)</text>',
+              'fill="#0f172a">margin of the teacher’s recourse (evenly spaced)</text>',
               f'<text x="10" y="{(TOP + HEIGHT - BOTTOM) / 2}" transform="rotate(-90 10 {(TOP + HEIGHT - BOTTOM) / 2})" '
               f'text-anchor="middle" fill="#0f172a">{html.escape(axis_name)}</text>']
     entries = ([(f"noise draws ({len(band.draws)})", NOISE_LINE, NOISE_DASH)] if band else []) + \
