@@ -86,4 +86,4 @@ def test_a_committed_run_draws_its_claims_as_its_page_shows_them():
     text = claims_table(BenchmarkResult.from_dict(record))
     assert text.startswith("1458 paired differences tested; 735 with p < 0.05 before correction, 537 after Holm, "
                            "705 after Benjamini–Hochberg.")
-    assert text in (project_root() / "docs" / "results" / "benchmark-claims.md").read_text()
+    assert text in (project_root() / "docs" / "results" / "benchmark-first-run-claims.md").read_text()

@@ -55,7 +55,7 @@ def test_the_section_waits_for_the_test_run_and_then_draws_it():
     done = "\n".join(results_benchmark.section(files.get, benchmark_tables))
     assert "not finished yet" not in done
     assert f"the test run {record['seconds']:.0f} s" in done
-    statistics = "\n".join(results_benchmark.statistics(files.get))  # on its own page, benchmark-claims.md
+    statistics = "\n".join(results_benchmark.statistics(files.get))  # on its own page, results_benchmark.CLAIMS_PAGE
     assert "#### Directions, zero-length recourses apart" in statistics and "[family-wise 95%]" in statistics
     assert "| fp32-ref-classifier-seed1 (floor) |" in statistics
 

@@ -10,11 +10,11 @@ from recourse.benchmark.replication import replications, summarise
 from recourse.checkpoints import read_config
 from recourse.paths import assets_dir, project_root, teacher_dir
 from recourse.render.benchmark import markdown_report
-from scripts.docs.results import archive, instruments, pages, quality
+from scripts.docs.results import default_benchmark, instruments, pages, primary_benchmark, quality
 from scripts.docs.results import files as results_files
 
 BENCHMARKS = ("benchmark", "benchmark-second", "benchmark-val-sweep")
-ARCHIVE = assets_dir() / "archive"  # the superseded runs, the cone walk's benchmarks among them
+ARCHIVE = assets_dir() / "archive"  # runs of other settings, the cone walk's benchmarks among them; on no page
 
 
 @pytest.mark.parametrize("name", pages.PAGES)
@@ -59,43 +59,25 @@ def test_recorded_accuracy_is_the_evaluated_one():
 
 
 def test_results_page_shows_the_benchmark_rows():
-    page = (pages.DOCS / "archive-benchmark.md").read_text()
-    record = json.loads((ARCHIVE / "benchmark.json").read_text())
-    for row in record["rows"]:
-        assert f"| {row['method']} | {row['acc']:.2f} |" in page
+    page = (pages.DOCS / "benchmark.md").read_text()
+    for name in (default_benchmark.TEST_RUN, primary_benchmark.RUN):
+        record = results_files.load(name)
+        for row in record["rows"]:
+            assert f"| {row['method']} | {row['acc']:.2f} |" in page, (name, row["method"])
 
 
 def test_a_changed_asset_makes_the_page_stale(tmp_path, monkeypatch):
-    committed = (pages.DOCS / "archive-benchmark.md").read_text()
-    results = tmp_path / "assets" / "results"
-    results.mkdir(parents=True)
-    for path in (assets_dir() / "results").glob("*.json"):
-        (results / path.name).write_text(path.read_text())
-    record = json.loads((ARCHIVE / "benchmark.json").read_text())
+    committed = (pages.DOCS / "benchmark.md").read_text()
+    for folder in ("results", "results/benchmark-primary-run", "results/val-sweep-primary"):
+        (tmp_path / "assets" / folder).mkdir(parents=True)
+        for path in (assets_dir() / folder).glob("*.*"):
+            (tmp_path / "assets" / folder / path.name).write_bytes(path.read_bytes())
+    record = json.loads((assets_dir() / default_benchmark.TEST_RUN).read_text())
     record["rows"][1]["acc"] = 12.34
-    (tmp_path / "assets" / "archive").mkdir()
-    (tmp_path / "assets" / "archive" / "benchmark.json").write_text(json.dumps(record))
-    for name in ("benchmark-second.json", "benchmark-val-sweep.json", "benchmark-replication.json"):
-        (tmp_path / "assets" / "archive" / name).write_text((ARCHIVE / name).read_text())
+    (tmp_path / "assets" / default_benchmark.TEST_RUN).write_text(json.dumps(record))
     monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
-    page = pages.render("archive-benchmark.md")
-    assert "| ptq-int8 | 12.34 |" in page and page != committed
-
-
-def test_the_replication_section_lists_the_first_runs_claims(monkeypatch):
-    claim = {"family": "cfq-qat", "reference": "ptq-int4", "group": "all", "metric": "vd", "first": [-2.0, -3.0, -1.0],
-             "second": [0.5, -0.5, 1.5], "claim": True, "second_inside_first": False, "first_inside_second": False,
-             "held": False}
-    record = {"command": "python -m scripts.replicate a.json b.json", "first": {"n": 180, "first_task": 0},
-              "second": {"n": 180, "first_task": 180},
-              "summary": {"compared": 2, "second_inside_first": 1, "first_inside_second": 1, "claims": 1,
-                          "claims_held": 0, "claims_second_inside_first": 0},
-              "values": [claim, {**claim, "reference": "", "claim": False, "held": False}]}
-    monkeypatch.setattr(results_files, "load", lambda name: record if name == "benchmark-replication.json" else None)
-    text = "\n".join(archive.replication_section())
-    assert "Tasks 0–179 against tasks 180–359" in text and "The first run makes 1 claims" in text
-    assert "| cfq-qat − ptq-int4 | VD | -2.0 [-3.0, -1.0] | +0.5 [-0.5, 1.5] | no | **no** |" in text
-    assert text.count("| cfq-qat") == 1  # a family's own value is not a claim
+    page = pages.render("benchmark.md")
+    assert f"| {record['rows'][1]['method']} | 12.34 |" in page and page != committed
 
 
 def test_the_committed_replication_compares_the_two_committed_runs():
@@ -131,15 +113,13 @@ def test_the_instruments_read_their_numbers_and_say_what_is_not_measured(tmp_pat
     (results / "edit-discriminator-test.json").write_text(json.dumps({
         "command": "python -m scripts.edit_discriminator", "auc": 0.8125, "train_auc": 0.9, "n_train": 40, "n_test": 20}))
     monkeypatch.setenv("RECOURSE_HOME", str(tmp_path))
-    page, archived = pages.render("quality.md"), pages.render("archive.md")
+    page = pages.render("quality.md")
     assert "| Smiling | 0.0200 | 100.0 | 2.0 (9) | 0.0 (8) | 50.0 | 30.0 (9) | 5.0 (8) |" in page
     assert "The judge is flipped on 2.0–4.0% of the faces by the attack on the classifier, 10.0–30.0%" in page
     assert "The strong-judge is flipped on 0.0–1.0% of the faces by the attack on the classifier, 2.5–5.0%" in page
     assert "is not trained yet" not in page  # both judges are in the file
     assert "was in training" not in page  # nor was either unfinished
     assert "Test AUC 0.812 (train 0.900; 40 train and 20 test faces" in page
-    assert "_The two-model floor (the seed-1 classifier is being trained" in archived
-    assert "--reference-models" in archived
     assert "_The identity calibration: not measured yet._" in page
 
 
@@ -266,51 +246,38 @@ def test_a_benchmark_runs_analysis_is_an_option_and_is_reproduced_where_recorded
     assert reproduction(command, settings) == command + " --analysis 2026-12-02"
 
 
-def _shown_runs():
-    """(file, record) of every committed run whose command the results pages show as a recourse command."""
-    names = [name for _, name in (*quality.QUALITY, *archive.BENCHMARKS)] + ["benchmark-foreign.json"]
-    return [(name, results_files.load(name)) for name in names if results_files.load(name) is not None]
+# Every committed run whose command a results page shows as a recourse command, and that page.
+SHOWN_RUNS = {**{name: "quality.md" for _, name in quality.QUALITY}, default_benchmark.TEST_RUN: "benchmark.md",
+              primary_benchmark.RUN: "benchmark.md", "benchmark-foreign.json": "foreign-models.md"}
 
 
-def _page_of(name: str) -> str:
-    """The page under docs/results/ that shows the committed run ``name``."""
-    if name == "benchmark-foreign.json":
-        return "foreign-models.md"
-    if name.startswith("benchmark"):
-        return "archive-benchmark-second.md" if name == "benchmark-second.json" else "archive-benchmark.md"
-    return "archive.md" if results_files.archived(name) else "quality.md"
-
-
-@pytest.mark.parametrize("name", [name for name, _ in _shown_runs()])
+@pytest.mark.parametrize("name", SHOWN_RUNS)
 def test_the_page_shows_each_committed_run_with_the_options_that_reproduce_it(name):
     """Parsed by today's command line, the command shown beside a committed run asks for the
     settings the run recorded: nothing is left to add."""
     from recourse.cli import reproduction
 
-    record = dict(_shown_runs())[name]
+    record = results_files.load(name)
     shown = reproduction(record["command"], record["settings"])
     if name.startswith("counterfactual-quality"):  # shown writing the file it reproduces
         shown = results_files.writing(shown, results_files.location(name))
-    assert shown in (pages.DOCS / _page_of(name)).read_text()
+    assert shown in (pages.DOCS / SHOWN_RUNS[name]).read_text()
     assert reproduction(shown, record["settings"]) == shown
     counterfactual = record["settings"].get("counterfactual", record["settings"])
-    if counterfactual.get("method", "pca-walk-cone") == "pca-walk-cone":  # every committed run so far
+    if counterfactual.get("method", "pca-walk-cone") == "pca-walk-cone":  # a run made before another method existed
         assert "--counterfactual-method pca-walk-cone" in shown
 
 
-def test_the_committed_benchmark_runs_are_quoted_with_the_options_that_reproduce_them():
-    """The results page shows each run's command with the options that bring back its settings;
-    the README links there, and any run of these it quotes is quoted the same way."""
+def test_the_readme_quotes_the_benchmark_runs_with_the_options_that_reproduce_them():
+    """Any committed benchmark run the README quotes is quoted as the results page shows it."""
     import re
 
     from recourse.cli import reproduction
 
-    page = "".join((pages.DOCS / name).read_text() for name in ("archive-benchmark.md", "archive-benchmark-second.md"))
-    readme = (project_root() / "README.md").read_text()
-    records = [json.loads((ARCHIVE / name).read_text()) for name in ("benchmark.json", "benchmark-second.json")]
+    records = [results_files.load(name) for name, page in SHOWN_RUNS.items() if page == "benchmark.md"]
     shown = [reproduction(record["command"], record["settings"]) for record in records]
-    assert all(command in page for command in shown)
-    for quoted in re.findall(r"`(python -m recourse benchmark [^`]*--out out/bench-(?:test|second)[^`]*)`", readme):
+    readme = (project_root() / "README.md").read_text()
+    for quoted in re.findall(r"`(python -m recourse benchmark [^`]*--out out/[^`]*)`", readme):
         assert quoted in shown, quoted
 
 

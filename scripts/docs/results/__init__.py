@@ -5,11 +5,11 @@
 
 ``pages`` says which sections each page holds and writes the index of headline numbers; one
 module per page draws its sections (``classifier``, ``quality`` with ``instruments`` and
-``judges``, ``stability``, ``benchmark`` with ``default_benchmark``, ``foreign``, ``archive``),
-each from the committed files through ``files``. Each table comes with the command that made
+``judges``, ``stability``, ``benchmark`` with ``primary_benchmark`` and ``default_benchmark``,
+``foreign``), each from the committed files through ``files``. Each table comes with the command that made
 its file, with the options that make it do so today where the defaults have changed since
 (``recourse.cli.reproduction``: a run of the cone walk at margin 6 shows
 ``--counterfactual-method pca-walk-cone --margin 6``); the conclusions are computed from the
-paired intervals, so the prose cannot drift from the numbers. Superseded runs lie under
-``assets/archive/`` (``files.ARCHIVED``) and on the archive pages.
+paired intervals, so the prose cannot drift from the numbers. Runs of other settings lie under
+``assets/archive/`` (``files.ARCHIVED``) and are on no page.
 """

@@ -20,7 +20,6 @@ SWEEP_CHARTS = ("The sweep as curves: VD, FA¾ and the signed Δlogit (the stude
                 "mean over S, positive toward the target) at every swept margin, each family's mean over its seeds "
                 "against the noise draws' mean (dashed) and range (grey); the values: `benchmark.md` beside the "
                 "run's record.")
-CONE_REFERENCE = "benchmark-reference.json"  # the same floor rows with the earlier cone walk (archived)
 
 
 def conclusions(result: BenchmarkResult, reference: str, group: str = "all") -> list[str]:
@@ -121,26 +120,31 @@ def direction_section() -> list[str]:
                      f"{_interval(row, 'logit_gap', 2)} | {_interval(row, 'crg', 3)} | {_interval(row, 'dirsim', 1)} | "
                      f"{zero['count']} of {zero['n']} | {row['n']} |")
     zero = sum(row["proportions"]["zero_edits"]["count"] for row in record["rows"] if row["method"] != "fp32")
-    cone = [row["dirsim"] for row in (files.load(CONE_REFERENCE) or {}).get("rows", []) if row.get("dirsim")]
-    earlier = (f" With the earlier cone walk the same rows on test sat at DirSim {min(cone):.1f}–{max(cone):.1f} "
-               f"(`{files.location(CONE_REFERENCE)}`, [archive](archive-benchmark.md))." if cone else "")
     return lines + ["", "Zero-length edits (the model already decides the target on the face) are counted apart and "
                         f"left out of DirSim (`dirsim_moved`; here {zero or 'none'}). A second full-precision classifier "
-                        "of another seed (`fp32-ref-…`) is the reference a variant's direction is read against." + earlier,
+                        "of another seed (`fp32-ref-…`) is the reference a variant's direction is read against.",
                     ""]
 
 
-EARLIER = ("The sections below are the earlier run of issue 26 (tasks 500–699, before the registered family, the "
-           "judges and the floors on both sides), kept as it was published.")
+EARLIER_RUNS = ("The runs below came before the registered one: the recourse directions on validation, and the "
+                "first test run on the default generator (tasks 500–699), which has no registered family, no judges "
+                "and not the floors on both sides that the registered run above is read between.")
 
 
 def page() -> list[str]:
-    return [*primary_benchmark.section(files.load, benchmark_tables), "## Before the registered run", "", EARLIER, "",
+    return [*primary_benchmark.section(files.load, benchmark_tables), "## Earlier runs on the default generator", "",
+            EARLIER_RUNS, "",
             *direction_section(), *default_benchmark.section(files.load, benchmark_tables)]
 
 
 def claims_page() -> list[str]:
-    return [*primary_benchmark.statistics(files.load), *default_benchmark.statistics(files.load)]
+    """The registered run's statistics (its registered claims are read on the benchmark page)."""
+    return [*primary_benchmark.statistics(files.load),
+            f"The first test run's statistics: [their page]({default_benchmark.CLAIMS_PAGE}).", ""]
+
+
+def first_run_claims_page() -> list[str]:
+    return default_benchmark.statistics(files.load)
 
 
 def headline() -> str:

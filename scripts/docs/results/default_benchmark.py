@@ -1,9 +1,9 @@
-"""The benchmark on the default (denoised) generator: its design, the test run and its statistics.
+"""The first test run on the default (denoised) generator: its design, the run and its statistics.
 
-Issue 26's design in the order it was done: the margin chosen on validation, N chosen from a
-power calculation, then the one test run on faces no earlier run used (``section``, on
-``docs/results/benchmark.md``), with its corrected claims (``statistics``, on
-``docs/results/benchmark-claims.md``). Drawn from the committed files only."""
+The design in the order it is carried out: the margin chosen on validation, N chosen from a
+power calculation, then one test run on faces no other run used (``section``, on
+``docs/results/benchmark.md``), with its corrected claims (``statistics``, on a page of their
+own). Drawn from the committed files only."""
 
 from __future__ import annotations
 
@@ -23,6 +23,7 @@ TEST_RUN = "benchmark-denoised.json"
 # minutes it was paused (the run's own "seconds" covers its last segment only).
 SEGMENTS = "benchmark-denoised-segments.json"
 MARGIN_REACHED = "margin-reached-denoised.json"  # recourse margin-reached on the test run's cache
+CLAIMS_PAGE = "benchmark-first-run-claims.md"  # under docs/results/: the test run's statistics (``statistics``)
 # The test run as launched (tasks 500–699 of the test split: faces no earlier run used).
 TEST_COMMAND = (
     "OMP_NUM_THREADS=1 torchrun --standalone --nproc_per_node 2 -m recourse benchmark --data ../shared/data/celeba-hq-64 "
@@ -134,10 +135,10 @@ def test_run(record: dict, tables: Callable[[str, str, dict], list[str]], sweep_
 
 
 def statistics(load: Loader) -> list[str]:
-    """The test run's issue-26 statistics: directions with zero-length edits apart, Wilson
-    intervals, TOST against the floor rows and the claims that survive correction."""
+    """The test run's statistics: directions with zero-length edits apart, Wilson intervals,
+    TOST against the floor rows and the claims that survive correction."""
     record = load(TEST_RUN)
-    lines = ["## The earlier test run's statistics (issue 26)", ""]
+    lines = ["## The first test run's statistics", ""]
     if record is None:
         return lines + ["_The test run: not finished yet._ It comes from:", "", "```bash", TEST_COMMAND, "```", ""]
     result = BenchmarkResult.from_dict(record)
@@ -165,7 +166,7 @@ def section(load: Loader, tables: Callable[[str, str, dict], list[str]]) -> list
         return lines + ["_The test run: not finished yet._ It comes from:", "", "```bash", TEST_COMMAND, "```", ""]
     return lines + test_run(record, tables, sweep["seconds"] if sweep else None, load(SEGMENTS), load(MARGIN_REACHED)) + [
         "Its directions with zero-length recourses apart, Wilson intervals, equivalence tests and corrected claims: "
-        "[the test run's statistics](benchmark-claims.md).", ""]
+        f"[the test run's statistics]({CLAIMS_PAGE}).", ""]
 
 
 def _planned(option: str) -> str:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from recourse.paths import project_root
-from scripts.docs.results import archive, benchmark, classifier, files, foreign, quality, stability
+from scripts.docs.results import benchmark, classifier, default_benchmark, files, foreign, quality, stability
 
 DOCS = project_root() / "docs" / "results"
 INDEX = "README.md"
@@ -39,9 +39,8 @@ QUESTIONS = (
 )
 OTHERS = (
     Page("benchmark-claims.md", "The benchmark's statistics", benchmark.claims_page),
-    Page("archive.md", "Archive: superseded runs", archive.page),
-    Page("archive-benchmark.md", "Archive: the cone walk's benchmark", archive.benchmark_page),
-    Page("archive-benchmark-second.md", "Archive: the cone walk's second benchmark run", archive.second_page),
+    Page(default_benchmark.CLAIMS_PAGE, "The benchmark's first test run: its statistics",
+         benchmark.first_run_claims_page),
 )
 PAGES = (INDEX, *(page.name for page in QUESTIONS + OTHERS))
 
@@ -65,9 +64,7 @@ def index() -> list[str]:
     for page in QUESTIONS:
         lines.append(f"| {page.question} | [{page.title}]({page.name}) | {page.headline()} |")
     return lines + ["", "The benchmark's directions, Wilson intervals, equivalence tests and corrected claims: "
-                        "[its statistics](benchmark-claims.md). Runs superseded by today's defaults (the earlier cone "
-                        "walk's benchmarks, quality and stability runs), kept for comparison: "
-                        "[the archive](archive.md), their files under `assets/archive/`."]
+                        "[its statistics](benchmark-claims.md)."]
 
 
 def render(name: str) -> str:

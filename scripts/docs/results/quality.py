@@ -9,17 +9,9 @@ from recourse.paths import assets_dir
 from scripts.docs.results import default_quality, files, instruments
 from scripts.docs.results.files import rate
 
-# Each committed quality run, named by its split and counterfactual method (settings: its record).
+# Each quality run of the default generator, named by its split (settings: its record).
 QUALITY = (("test · denoised (the default, σ 1.0)", "counterfactual-quality-test-denoised.json"),
-           ("val · denoised (the default, σ 1.0; first 200 faces)", "counterfactual-quality-val-denoised.json"),
-           ("test · denoised at σ 0.4 (the earlier setting and denoiser step 8,164; first 256 faces)",
-            "counterfactual-quality-test-denoised-s04.json"),
-           ("test · pca-walk-cone (the earlier default)", "counterfactual-quality-test.json"),
-           ("val · pca-walk-cone", "counterfactual-quality-val.json"),
-           ("test · pca-walk (ablation: no guide)", "counterfactual-quality-test-pca-walk.json"),
-           ("val · pca-walk (ablation: no guide)", "counterfactual-quality-val-pca-walk.json"))
-CURRENT = tuple(run for run in QUALITY if not files.archived(run[1]))
-EARLIER = tuple(run for run in QUALITY if files.archived(run[1]))  # on the archive page
+           ("val · denoised (the default, σ 1.0; first 200 faces)", "counterfactual-quality-val-denoised.json"))
 
 
 def quality_table(split: str, name: str, report: dict) -> list[str]:
@@ -43,8 +35,8 @@ def quality_section() -> list[str]:
             "(definitions in `docs/metrics.md`; judge and oracle FR count only tasks where that model agreed with "
             "the classifier before the edit, the number of such tasks in brackets; FD is on the oracle's "
             "penultimate features, *not* FID). Contact sheets on faces that are not from the dataset: "
-            "`docs/contact-sheets/`. The earlier generators' runs: [archive](archive.md).", "",
-            *default_quality.default_quality_section(), *files.sections(CURRENT, quality_table), *mnac_levers()]
+            "`docs/contact-sheets/`.", "",
+            *default_quality.default_quality_section(), *files.sections(QUALITY, quality_table), *mnac_levers()]
 
 
 def mnac_levers() -> list[str]:
@@ -225,13 +217,13 @@ def candidates_section() -> list[str]:
 
 
 def page() -> list[str]:
-    return [*quality_section(), *judge_section(), *visibility_section(), *instruments.section(CURRENT),
+    return [*quality_section(), *judge_section(), *visibility_section(), *instruments.section(QUALITY),
             *denoiser_section(), *candidates_section()]
 
 
 def headline() -> str:
     """The default generator's flip rate and identity on test, attribute by attribute."""
-    title, name = CURRENT[0]
+    title, name = QUALITY[0]
     record = files.load(name)
     if record is None:
         return "not measured yet"

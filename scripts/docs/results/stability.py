@@ -4,26 +4,17 @@ from __future__ import annotations
 
 from scripts.docs.results import files
 
+# The stability runs of the default generator, each under its title.
 STABILITY = (("The default generator (denoised, σ 1.0, margin 10, the bisected stop)", "stability-test-denoised.json"),
              ("The default generator: the same pixels in another layout, batch and order",
-              "stability-test-denoised-layout.json"),
-             ("The earlier cone walk at margin 6 (the quality evaluation's then), the stop interpolated between the "
-              "last two steps", "stability-test.json"),
-             ("Margin 6, the bisected stop (`--stop-search bisect`)", "stability-test-bisect.json"),
-             ("Margin 2 (the benchmark table's), the default stop", "stability-test-margin2.json"),
-             ("Margin 2, the bisected stop", "stability-test-margin2-bisect.json"),
-             ("The app's audits: margin 0, the default stop", "stability-test-margin0.json"),
-             ("Margin 0 with the bisected stop (no better there: audits keep the default)",
-              "stability-test-margin0-bisect.json"))
-CURRENT = tuple(run for run in STABILITY if not files.archived(run[1]))
-EARLIER = tuple(run for run in STABILITY if files.archived(run[1]))  # on the archive page
+              "stability-test-denoised-layout.json"))
 SPEED = "method-speed-val.json"
 
 
 def stability_section() -> list[str]:
     return ["## Stability of per-image numbers", "",
-            "The default generator's records; those of the earlier cone walk are in the [archive](archive.md).", "",
-            *files.sections(CURRENT, stability_table)]
+            "The default generator's records.", "",
+            *files.sections(STABILITY, stability_table)]
 
 
 def stability_table(title: str, name: str, record: dict) -> list[str]:
@@ -75,7 +66,7 @@ def page() -> list[str]:
 def headline() -> str:
     """How often a one-pixel nudge leaves CRG within its bound, and the median seconds per counterfactual."""
     parts = []
-    record = files.load(CURRENT[0][1])
+    record = files.load(STABILITY[0][1])
     if record is not None and "share_crg_within_0.05" in record:
         parts.append(f"a one-pixel nudge moves CRG_i by at most 0.05 on {record['share_crg_within_0.05']:.1f}% of "
                      f"{record['tasks']} tasks")
