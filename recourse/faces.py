@@ -49,7 +49,7 @@ MAX_DECODED_BYTES = 80 * 2**20
 # A JPEG's scans, counted from its markers before anything is decoded (see _check_jpeg).
 # libjpeg decodes each scan over every block of its components, so repeating a cheap scan
 # costs time and hardly any bytes: a 442 KB 40 MP progressive JPEG whose last scan was
-# repeated to 2,500 scans took 58 s and 156 MB here (129 s on the machine). Measured
+# repeated to 2,500 scans took 58 s and 156 MB here (129 s on a slower machine). Measured
 # with python -m scripts.measurements.jpeg_scans FOLDERS --encoders: every one of the 35,064 CelebA
 # photos here (5,063 Align&Cropped, 30,000 HQ) and the repo's assets is baseline, 1 scan;
 # the progressive files written by Pillow, OpenCV and libjpeg-turbo's cjpeg and jpegtran

@@ -171,7 +171,7 @@ MALFORMED = (LookupError, ValueError, TypeError, AttributeError)
 async def _answered(app: Callable, scope: Scope, receive: Receive, send: Send,
                     malformed: tuple[type[BaseException], ...] = MALFORMED, refused: int | None = None) -> None:
     """Run the app; an exception before any answer is answered with a short JSON message
-    (400 for a malformed request, 500 otherwise), and logged by the server as before.
+    (400 for a malformed request, 500 otherwise), and logged by the server as any exception is.
     ``refused``: the status that replaces the app's own 500s."""
     started = False
 

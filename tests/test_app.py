@@ -104,8 +104,8 @@ def test_the_method_choice_offers_every_method_and_defaults_to_the_librarys():
 
     assert sorted(value for _, value in app.method.choices) == sorted(METHODS)
     assert app.method.value == CounterfactualConfig().method == "denoised" == app.DEFAULTS.method
-    earlier = dict((value, label) for label, value in app.method.choices)["pca-walk-cone"]
-    assert "earlier default" in earlier and "by construction" in app.METHOD_NOTES["pca-walk-cone"]
+    cone = dict((value, label) for label, value in app.method.choices)["pca-walk-cone"]
+    assert "ablation" in cone and "by construction" in app.METHOD_NOTES["pca-walk-cone"]
     # each slider starts at the value the CLI's audit uses
     assert (app.edit_steps.value, app.sigma.value) == (app.DEFAULTS.edit_steps, app.DEFAULTS.sigma)
     assert app.settings_from(app.steps.value, app.guidance.value, app.seed.value, app.margin.value, app.method.value,

@@ -76,9 +76,10 @@ def seed_draws(seeds: list[RecourseColumns], references: list[RecourseColumns] |
     seeds (``resample``: with 3 seeds only 10 distinct draws) or adds ``s/√k · t_{k−1}`` to
     each draw (``parametric``, :func:`statistics.seed_level_draws`, ``s`` the seeds' sd of the
     metric on all tasks). With ``references``, of the paired difference, seed ``k`` against
-    reference seed ``k`` (or the only one), on shared tasks: the committed runs' pairing
-    (analysis "2026-12-02"), which depends on the order of the two sides; new runs compare
-    families with :func:`recourse.benchmark.comparison.compare_families`."""
+    reference seed ``k`` (or the only one), on shared tasks: the pairing of
+    :data:`~recourse.benchmark.tasks.LEGACY_ANALYSIS`, which depends on the order of the two
+    sides; :data:`~recourse.benchmark.tasks.ANALYSIS` compares families with
+    :func:`recourse.benchmark.comparison.compare_families`."""
     generator = torch.Generator().manual_seed(seed)
     if len(seeds[0]) == 0:
         return {m: [] for m in RECOURSE_METRICS}
@@ -100,7 +101,7 @@ def _task_level(seeds: list[RecourseColumns], references: list[RecourseColumns] 
     value on all tasks."""
     tasks = len(seeds[0])
     resample = seed_level == "resample" and len(seeds) > 1
-    # drawn in this order so that the committed runs' intervals are reproduced exactly
+    # drawn in this order so that the intervals recorded under LEGACY_ANALYSIS are reproduced exactly
     chosen = torch.randint(len(seeds), (samples, len(seeds)), generator=generator) if resample \
         else torch.arange(len(seeds)).expand(samples, len(seeds))
     counts = task_weights_drawn(tasks, samples, generator, task_weights)
@@ -167,8 +168,9 @@ class PairedTest:
 def paired_tests(seeds: list[RecourseColumns], references: list[RecourseColumns], samples: int,
                  task_weights: str = "multinomial", seed: int = 1) -> dict[str, PairedTest]:
     """:class:`PairedTest` of each metric's mean paired difference over seeds, seed ``k``
-    against reference seed ``k mod K``: the analysis of the committed runs ("2026-12-02"), kept
-    so that they recompute as written. It is not symmetric (a one-seed family meets only seed 0
+    against reference seed ``k mod K``: the pairing of
+    :data:`~recourse.benchmark.tasks.LEGACY_ANALYSIS`, so that the records made with it
+    recompute as written. It is not symmetric (a one-seed family meets only seed 0
     of a three-seed reference); :func:`recourse.benchmark.comparison.compare_families` is."""
     generator = torch.Generator().manual_seed(seed)
     means, point = _task_level(seeds, references, samples, generator, "parametric", task_weights)

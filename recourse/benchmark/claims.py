@@ -2,7 +2,7 @@
 against a floor row, each once, with its p-value corrected within its correction family and
 its Bonferroni interval.
 
-Which tests are claims (new runs, analysis "2026-12-03"):
+Which tests are claims (:data:`~recourse.benchmark.tasks.ANALYSIS`, the default):
 
 - a test that repeats another is left out: the same numbers on the same tasks, as DirSim over
   moved tasks is DirSim where every shared task moved (the record's ``same_as``);
@@ -29,8 +29,9 @@ Holm's ``m``, so that a missing row cannot make the others easier to hold), and 
 claim, the all-tasks ones included, is ``secondary`` (Benjamini–Hochberg), as the file says. The
 semantic tests of the rows the file does not name are secondary claims too.
 
-The committed runs ("2026-12-02") listed every test, both orders of a pair, TOST apart, and
-corrected over all of them at once (:func:`legacy_claims`): their records read back as written.
+Under :data:`~recourse.benchmark.tasks.LEGACY_ANALYSIS` every test is a claim, both orders
+of a pair, TOST apart, corrected over all of them at once (:func:`legacy_claims`), so that the
+records made with it read back as written.
 """
 
 from __future__ import annotations
@@ -75,12 +76,12 @@ class Claim:
     kind: str = "difference"  # or "equivalence": TOST of |difference| < margin against a floor row
     margin: float = float("nan")  # an equivalence claim's margin
     # "primary" (Holm) or "secondary" (BH), "registered" (Holm) where the run registered its primary
-    # family; "": the committed runs' one family
+    # family; "": the one family of LEGACY_ANALYSIS
     correction_family: str = ""
 
     def holds(self, alpha: float = 0.05, correction: str | None = None) -> bool:
         """Whether the adjusted p is below ``alpha``: by ``correction`` where given, else by the
-        claim's own family's (Holm for the committed runs' single family)."""
+        claim's own family's (Holm for LEGACY_ANALYSIS's single family)."""
         correction = correction or CORRECTIONS.get(self.correction_family, "holm")
         return (self.p_holm if correction == "holm" else self.p_bh) < alpha
 
@@ -228,10 +229,10 @@ def dropped_claims(families: list[FamilyRow]) -> list[Dropped]:
 
 def claims(families: list[FamilyRow], alpha: float = 0.05, analysis: str = ANALYSIS,
            registered: RegisteredFamily | None = None) -> list[Claim]:
-    """The family of claims of ``families`` under ``analysis``: for new runs, the tests that are
-    claims (module docstring), corrected within their correction family, each with its
+    """The family of claims of ``families`` under ``analysis``: under ANALYSIS, the tests that
+    are claims (module docstring), corrected within their correction family, each with its
     Bonferroni interval at family-wise level ``1 − alpha``; with ``registered``, its claims first
-    (the family ``registered``), then every other claim as ``secondary``; for the committed runs,
+    (the family ``registered``), then every other claim as ``secondary``; under LEGACY_ANALYSIS,
     :func:`legacy_claims`."""
     if analysis == LEGACY_ANALYSIS:
         return legacy_claims(families, alpha)
@@ -285,7 +286,7 @@ def _corrected(c: Candidate, alpha: float) -> tuple[float, float]:
 
 
 def legacy_claims(families: list[FamilyRow], alpha: float = 0.05) -> list[Claim]:
-    """The committed runs' family of claims ("2026-12-02"): every paired difference the table
+    """The family of claims of LEGACY_ANALYSIS: every paired difference the table
     reports (each family against each paired reference, in every group, on every metric), with
     Holm and Benjamini–Hochberg corrections over all of them together, and each one's Bonferroni
     interval at family-wise level ``1 − alpha``."""

@@ -12,12 +12,13 @@ normal). Swapping A and B negates the difference and leaves the standard error, 
 freedom, the p-value and the TOST verdict as they were, to the last bit: which side is called
 the reference changes nothing.
 
-Why the committed runs' analysis is still there (``analysis = "2026-12-02"``,
-:func:`recourse.benchmark.bootstrap.paired_tests`): it paired seed ``k`` of the left family with
-seed ``k mod K`` of the right one, so a one-seed family met only seed 0 of a three-seed
-reference and the order of the two sides changed the answer (ptq-int4 − cfq-qat-norecourse
-−4.28, the reverse +4.15). Those records keep the numbers they were written with; new runs
-record ``analysis`` and use this one.
+Why a run's ``analysis`` says which comparison it used: under
+:data:`~recourse.benchmark.tasks.LEGACY_ANALYSIS`
+(:func:`recourse.benchmark.bootstrap.paired_tests`) seed ``k`` of the left family meets seed
+``k mod K`` of the right one, so a one-seed family meets only seed 0 of a three-seed reference
+and the order of the two sides changes the answer (ptq-int4 − cfq-qat-norecourse −4.28, the
+reverse +4.15). The records made with it keep the numbers they were written with;
+:data:`~recourse.benchmark.tasks.ANALYSIS`, the default, uses this module.
 
 Tasks shared by two families: for the metrics on B (CRG, DirSim, the zero-length share), those
 that every seed of both families has in B; for DirSim over moved tasks, those of them where

@@ -92,8 +92,8 @@ def is_reference(method: str) -> bool:
 def direction_scales(rows: Sequence) -> dict[str, FloorScale]:
     """Each of :data:`FLOOR_METRICS`' scale from a run's rows (anything with ``method`` and the
     metrics as attributes: :class:`recourse.benchmark.rows.BenchmarkRow`): the ``fp32-rerun``
-    row is the top, every reference row a seed of the bottom. Empty where a floor is missing,
-    as in every run made before them: those keep their rendering."""
+    row is the top, every reference row a seed of the bottom. Empty where a floor is missing:
+    such a run keeps its rendering."""
     top = next((row for row in rows if row.method == RERUN_FLOOR), None)
     references = [row for row in rows if is_reference(row.method)]
     if top is None or not references:

@@ -52,8 +52,9 @@ def terms_cells(a: Terms, b: Terms) -> dict[str, tuple[int, int, int, int]]:
 def score_intervals(seeds: list[RecourseColumns], references: list[RecourseColumns]) -> dict[str, list[float]]:
     """Newcombe's paired interval (in points) of each share's difference, from the 2×2 cells
     averaged over the seed pairs: unlike the bootstrap it does not collapse to [0, 0] where
-    the two models never differ on the tasks. Seed ``k`` against reference seed ``k mod K``: the
-    committed runs' pairing ("2026-12-02"; new runs average over every pair of seeds,
+    the two models never differ on the tasks. Seed ``k`` against reference seed ``k mod K``:
+    the pairing of :data:`~recourse.benchmark.tasks.LEGACY_ANALYSIS`
+    (:data:`~recourse.benchmark.tasks.ANALYSIS` averages over every pair of seeds,
     :mod:`recourse.benchmark.comparison`)."""
     return newcombe_of_tables([paired_cells(mine, references[k % len(references)]) for k, mine in enumerate(seeds)])
 

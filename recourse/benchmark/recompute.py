@@ -34,7 +34,7 @@ class Recomputed:
 def columns_path(record_path: Path, result: BenchmarkResult) -> Path:
     """The columns file a record names, beside it; ValueError where it names none."""
     if not result.columns.get("file"):
-        raise ValueError(f"{record_path}: the run saved no per-task columns (runs before the columns file have none)")
+        raise ValueError(f"{record_path}: the run saved no per-task columns to recompute its claims from")
     return Path(record_path).parent / result.columns["file"]
 
 

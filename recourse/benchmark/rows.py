@@ -41,7 +41,7 @@ MATCHED_NOISE_MARK = "@"
 _MATCHED_NOISE_ROW = re.compile(rf"^{re.escape(NOISE_CONTROL)}(?:-s\d+)?{MATCHED_NOISE_MARK}(?P<variant>.+)$")
 REFERENCE_PREFIX = "fp32-ref-"  # a second full-precision classifier's row: fp32-ref-<its folder>
 # Every reference classifier's row in one family, its folders read as seeds (the bottom floor,
-# recourse.benchmark.floors); the committed runs recorded each row as its own family.
+# recourse.benchmark.floors); a record without this family holds each row as its own family.
 REFERENCE_FAMILY = "fp32-ref"
 GROUPS = ("all", "seen", "held_out")
 # Paired comparisons, family against family: the 4-bit post-training baselines, and
@@ -122,7 +122,7 @@ class BenchmarkRow:
     compression: str = ""  # the method that made the variant
     family: str = ""
     groups: dict = field(default_factory=dict)  # {"seen" | "held_out": summary}
-    # Absent from the committed runs (written only when set):
+    # Written only when set, so that a record without them reads back as written:
     zero_edits: float | None = None  # % of B where the student's own edit is zero (it decides t at x)
     dirsim_moved: float | None = None  # DirSim over B without those
     proportions: dict = field(default_factory=dict)  # {metric: {"count", "n", "wilson": [low, high] in %}}
@@ -145,7 +145,7 @@ class FamilyRow:
     agreement: tuple[float, float]
     metrics: dict  # {group: {metric: {"mean", "sd", "low", "high"}}}
     paired: dict = field(default_factory=dict)  # {reference: {group: {metric: [difference, low, high]}}}
-    # Absent from the committed runs (written only when set):
+    # Written only when set, so that a record without them reads back as written:
     wilson: dict = field(default_factory=dict)  # {group: {metric: [low, high]}}, at the seeds' mean count, %
     tests: dict = field(default_factory=dict)  # {reference: {group: {metric: {"p", "se", "score_interval"?}}}}
     equivalence: dict = field(default_factory=dict)  # {floor: {group: {metric: Equivalence.to_dict()}}}
@@ -255,7 +255,7 @@ def row_recourse(name: str, columns: dict[str, RecourseColumns], attributes: lis
     and group, intervals, the shares' counts, and paired differences against the references'
     seed-0 rows), so that a run's saved columns recompute them (``columns``: every student's,
     in the table's order; ``attributes``: each task's), and its semantic validity against the
-    teacher's from its judge readings (``semantic``; none: a run before them)."""
+    teacher's from its judge readings (``semantic``; none: a run without them)."""
     mine = columns[name]
     summary, directions = mine.summary(), direction_values(mine)
     masks = attribute_masks(attributes, settings)
@@ -300,7 +300,7 @@ def family_floors(family: str, families: list[str]) -> list[str]:
     of ``families`` (the table's). A family with a noise floor matched to its own agreement
     (``fp32-noise@<its variant>``) is read against that floor instead of the noise control's,
     which is matched to another variant's agreement; every other floor (the noise control, the
-    reference classifiers) as before. A matched floor is the instrument of its variant's TOST
+    reference classifiers) stays. A matched floor is the instrument of its variant's TOST
     only: it is tested against nothing (no TOST, no paired difference: :func:`is_tested`), and
     no other family is read against it."""
     if matched_to(family) is not None:
@@ -339,7 +339,7 @@ def columns_family_rows(rows: list[BenchmarkRow], columns: dict[str, RecourseCol
     """:func:`family_rows` from each student row's per-task columns and each task's attribute
     (what a run saves beside its record, so that its statistics can be recomputed), and the
     family's semantic validity against the teacher's from the rows' judge readings
-    (``semantic``; none: a run before them)."""
+    (``semantic``; none: a run without them)."""
     masks = attribute_masks(attributes, settings)
     members: dict[str, list[BenchmarkRow]] = {}
     for row in rows:
@@ -409,9 +409,9 @@ def _compared(seeds: list[RecourseColumns], theirs: list[RecourseColumns],
               settings: BenchmarkSettings) -> tuple[dict, dict, dict]:
     """A family against a reference or floor family, per metric: ``[difference, low, high]``,
     the test's record and TOST at each of the settings' margins. The settings' analysis says
-    how (:mod:`recourse.benchmark.comparison`): new runs test the family means with the
-    interval the test inverts, the same in either order; the committed runs ("2026-12-02")
-    paired seed ``k`` with seed ``k mod K`` and quoted the two-level bootstrap's interval."""
+    how (:mod:`recourse.benchmark.comparison`): ANALYSIS tests the family means with the
+    interval the test inverts, the same in either order; LEGACY_ANALYSIS pairs seed ``k`` with
+    seed ``k mod K`` and quotes the two-level bootstrap's interval."""
     margins = dict(settings.equivalence_margins)
     if settings.analysis == LEGACY_ANALYSIS:
         differences = [paired_difference(mine, theirs[k % len(theirs)]) for k, mine in enumerate(seeds)]

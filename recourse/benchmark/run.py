@@ -68,7 +68,7 @@ class BenchmarkConfig:
     # original of the same runtime (recourse.benchmark.latency).
     models: tuple[Path, ...] = ()
     # The top floor of the direction metrics (recourse.benchmark.floors): a row fp32-rerun, the
-    # teacher whose own recourse is made again with fresh noise. Off: the rows of before.
+    # teacher whose own recourse is made again with fresh noise. Off: no such row.
     rerun_floor: bool = False
     # Where the parts that hold no picture are kept (recourse.benchmark.tasks.task_records): a
     # folder to commit, from which a run longer than a session goes on in the next. None: in out.
@@ -118,12 +118,12 @@ class BenchmarkResult:
     claims: tuple[Claim, ...] = ()  # the family of claims with corrected p-values
     latency: tuple[dict, ...] = ()  # recourse.benchmark.latency.LatencyComparison.to_dict() of --models
     # the per-task columns saved beside the record ({"file": name beside it, "sha256"}), from
-    # which recourse recompute-claims recomputes its statistics; runs before it have none
+    # which recourse recompute-claims recomputes its statistics; {} where none were saved
     columns: dict = field(default_factory=dict)
 
     def to_dict(self) -> dict:
-        """JSON-ready: non-finite values (undefined metrics) are written as ``null``. Fields
-        added after the committed runs are left out where unset, so those read back as written."""
+        """JSON-ready: non-finite values (undefined metrics) are written as ``null``. Fields a
+        record may lack are left out where unset, so that such a record reads back as written."""
         record = {
             "date": self.date, "command": self.command, "split": self.split, "n": self.n,
             "attributes": list(self.attributes), "accuracy_images": self.accuracy_images,
@@ -139,7 +139,7 @@ class BenchmarkResult:
         if self.columns:
             record["columns"] = dict(self.columns)
         if self.sweep:
-            # a sweep written before it had intervals is read and written back as it was
+            # a sweep recorded without intervals is written back without them
             record["sweep"] = [{k: v for k, v in asdict(point).items() if k != "intervals" or v} for point in self.sweep]
         return json_ready(record)
 
@@ -156,7 +156,7 @@ class BenchmarkResult:
                           for point in record.get("sweep", ()))
             found = tuple(Claim(**{k: _number(v) for k, v in c.items()}) for c in record.get("claims", ()))
             if found and "corrected_low" not in record["claims"][0] and any(f.tests for f in families):
-                # written before claims carried corrected intervals: the claims of its own analysis
+                # claims recorded without corrected intervals: those of the record's own analysis
                 found = tuple(claims(list(families), analysis=recorded_analysis(record["settings"])))
             return cls(date=record["date"], command=record["command"], split=record["split"], n=int(record["n"]),
                        attributes=tuple(record["attributes"]), accuracy_images=int(record["accuracy_images"]),
@@ -215,7 +215,7 @@ def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], match
     student rows: one per noise draw (``fp32-noise``, ``fp32-noise-s1``, ...: a family, so
     the table averages them like fine-tuning seeds), each draw's sigma matched by itself on
     the first :data:`NOISE_MATCH_IMAGES` of ``matching`` (from ``matching_split``; None: the
-    run's own images, as the committed runs did). ``own_floor``: ``matched_to``'s own noise
+    run's own images). ``own_floor``: ``matched_to``'s own noise
     floor (``fp32-noise@<matched_to>``, ``fp32-noise-s1@<matched_to>``, ...;
     :func:`recourse.benchmark.rows.matched_noise_draw`) rather than the noise control. ``memo``: the
     folder where each draw's sigma is kept (:func:`remembered_noise`)."""
@@ -228,7 +228,9 @@ def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], match
         details = {"sigma": round(control.sigma, 6), "matched_to": matched_to, "target_agreement": round(target, 3),
                    "agreement_on_matching_images": round(control.agreement, 3), "seed": control.seed,
                    "matching_images": len(sample)}
-        if matching_split is not None:  # the committed runs' details (and so their cache keys) had no split
+        # a draw matched on the run's own images names no split: its details, which key its
+        # cached parts, stay those its records were made with
+        if matching_split is not None:
             details["matching_split"] = matching_split
         if own_floor:
             name = matched_noise_draw(matched_to, draw)

@@ -7,8 +7,7 @@ each task's id and attribute, the student rows' names in the table's order, and 
 :class:`recourse.paired.RecourseColumns` stacked over the rows (``(rows, tasks)``, the partial
 edits ``(rows, tasks, α)``), and the judges' readings of each row's own recourse and of the
 teacher's (:class:`recourse.benchmark.semantic.SemanticColumns`, as ``semantic_<field>``;
-a file written before them has none and reads back without them). The record names the file and
-its SHA-256.
+a file without them reads back without them). The record names the file and its SHA-256.
 """
 
 from __future__ import annotations
@@ -40,7 +39,7 @@ class SavedColumns:
     tasks: tuple[int, ...]
     attributes: tuple[str, ...]
     rows: dict[str, RecourseColumns]
-    semantic: dict[str, SemanticColumns] = field(default_factory=dict)  # {} in a file made before them
+    semantic: dict[str, SemanticColumns] = field(default_factory=dict)  # {} in a file without them
 
 
 def file_sha256(path: Path) -> str:

@@ -15,9 +15,10 @@ other faces (:data:`JUDGED`, one judge per attribute) reads every model's own co
 A task's **semantic validity** under a model is 1 where the model's own recourse is valid for
 that model *and* seen, 0 otherwise (a face the judge does not find counts 0). A row's is its
 percentage over the judged tasks; against the teacher's on the same tasks it is compared as
-every family is in the analysis "2026-12-03" (:func:`compare_semantic`): the family's seeds'
-mean against the teacher, the task bootstrap's variance (at least Newcombe's, the share's
-floor) plus the seeds' spread over their count, Welch–Satterthwaite's degrees of freedom.
+every family is under :data:`~recourse.benchmark.tasks.ANALYSIS` (:func:`compare_semantic`):
+the family's seeds' mean against the teacher, the task bootstrap's variance (at least
+Newcombe's, the share's floor) plus the seeds' spread over their count, Welch–Satterthwaite's
+degrees of freedom.
 
 The registered primary family (``assets/results/benchmark-primary.json``, written by
 ``scripts/measurements/register_primary.py`` before the run it governs) names the claims read by
@@ -182,7 +183,7 @@ def _optional(value) -> float:
 def semantic_columns(records: list[dict], method: str) -> SemanticColumns:
     """The judge readings of row ``method`` from the task records (sorted by task). A task is
     judged where both its teacher and its student record carry a reading (``teacher_judge_seen``,
-    ``judge_seen`` not None); records made before the readings have none."""
+    ``judge_seen`` not None); records without the readings have none."""
     student = [r["students"][method] for r in records]
     judged = [r.get("teacher_judge_seen") is not None and s.get("judge_seen") is not None
               for r, s in zip(records, student)]
@@ -200,7 +201,7 @@ def semantic_columns(records: list[dict], method: str) -> SemanticColumns:
 
 def teacher_semantic(records: list[dict]) -> tuple[float | None, int]:
     """The teacher's semantic validity (%) over the tasks its recourse was judged on, and their
-    count; None and 0 where none was (records made before the readings, no judged attribute)."""
+    count; None and 0 where none was (records without the readings, no judged attribute)."""
     judged = [r for r in records if r.get("teacher_judge_seen") is not None]
     if not judged:
         return None, 0

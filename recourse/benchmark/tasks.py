@@ -39,19 +39,19 @@ TASK_WEIGHTS = ("multinomial", "dirichlet")
 # CRG, 2 points of DirSim (docs/metrics.md). Stated before the final run, recorded with it.
 EQUIVALENCE_MARGINS: tuple[tuple[str, float], ...] = (
     ("vd", 2.0), ("fa_75", 5.0), ("logit_gap", 0.1), ("crg", 0.02), ("dirsim_moved", 2.0))
-# How a run's families are compared and its claims counted (recourse.benchmark.comparison).
-# "2026-12-02", the committed runs': seed k of a family against seed k mod K of the other (so
-# the two orders differ), every test a claim, TOST apart. ANALYSIS, new runs': family means in
-# either order, claims without duplicates or 0-against-0, TOST inside the correction families.
-# Both exist so that the committed records keep the numbers they were written with.
+# How a run's families are compared and its claims counted (recourse.benchmark.comparison;
+# docs/metrics.md, "Analysis versions"). LEGACY_ANALYSIS: seed k of a family against seed
+# k mod K of the other (so the two orders differ), every test a claim, TOST apart. ANALYSIS, the
+# default: family means in either order, claims without duplicates or 0-against-0, TOST inside
+# the correction families. Both exist so that every record keeps the numbers it was written with.
 LEGACY_ANALYSIS = "2026-12-02"
 ANALYSIS = "2026-12-03"
 ANALYSES = (LEGACY_ANALYSIS, ANALYSIS)
-# The values of settings a run recorded before they existed (BenchmarkSettings.from_record).
+# The value a record that lacks one of these settings was made with (BenchmarkSettings.from_record).
 LEGACY_SETTINGS = {"student_stop": "twin", "noise_draws": 1, "noise_match_split": None, "seed_level": "resample",
                    "task_weights": "multinomial", "equivalence_margins": (), "analysis": LEGACY_ANALYSIS,
                    "matched_noise": ()}
-# the generation settings' likewise: the cone walk, and edits over the whole frame (regions came later)
+# the generation settings' likewise: the cone walk, and edits over the whole frame
 LEGACY_COUNTERFACTUAL = {"method": "pca-walk-cone", "region_mask": False}
 
 
@@ -71,7 +71,7 @@ class BenchmarkSettings:
     latency_repeats: int = 15
     # Where the student's own edit x'_g stops: on the model whose decisions are scored
     # ("decider", the integer model where there is one, as the audit does) or on its
-    # differentiable twin ("twin", what the committed runs did; see LEGACY_SETTINGS).
+    # differentiable twin ("twin", that of a record without this setting; LEGACY_SETTINGS).
     student_stop: str = "decider"
     noise_draws: int = 3  # noise controls (fp32-noise, fp32-noise-s1, ...): one family of draws
     noise_match_split: str | None = "val"  # the split the control's sigma is matched on; None: the run's own images
@@ -79,7 +79,7 @@ class BenchmarkSettings:
     # variant's agreement (rows fp32-noise@<variant>, fp32-noise-s1@<variant>, ...), against which
     # its TOST is read instead of against the noise control, matched to noise_control's
     # agreement only. The noise control stays (the sweep's band and margin rule read it alone);
-    # noise_control itself needs none (its floor is the noise control). Empty: none, as before.
+    # noise_control itself needs none (its floor is the noise control). Empty: none.
     matched_noise: tuple[str, ...] = ()
     seed_level: str = "parametric"  # "parametric" (s/√k · t_{k−1}) or "resample" (the seeds resampled)
     task_weights: str = "multinomial"  # the task level: "multinomial" (ordinary bootstrap) or "dirichlet" (Bayesian)
@@ -88,7 +88,8 @@ class BenchmarkSettings:
     analysis: str = ANALYSIS  # how families are compared and claims counted (ANALYSES); no chunk depends on it
     # The registered primary family (recourse.benchmark.semantic), read from its file
     # before the run: its claims are corrected by Holm over exactly themselves and every other
-    # claim is secondary. None: the families of before. No chunk depends on it.
+    # claim is secondary. None: the claims on all tasks are the primary family, those of the
+    # attribute groups the secondary one (recourse.benchmark.claims). No chunk depends on it.
     primary_family: RegisteredFamily | None = None
 
     def __post_init__(self) -> None:
@@ -140,13 +141,13 @@ class BenchmarkSettings:
 
     @classmethod
     def from_record(cls, recorded: dict) -> "BenchmarkSettings":
-        """The settings a ``benchmark.json`` recorded. A setting it does not name did not exist
-        when it was made and takes its value of then (:data:`LEGACY_SETTINGS`,
-        :data:`LEGACY_COUNTERFACTUAL`), so the committed runs keep meaning what they meant: the
-        cone walk, the twin's stop, one noise draw matched on the run's own images (and no noise
-        floor matched to another variant), the seeds resampled, and their statistics read by the
-        pairing of then (``analysis``, so that a recorded command says ``--analysis 2026-12-02``
-        and gives back the record's numbers)."""
+        """The settings a ``benchmark.json`` recorded. A setting it does not name takes the
+        value the run was made with (:data:`LEGACY_SETTINGS`, :data:`LEGACY_COUNTERFACTUAL`), so
+        that every record keeps meaning what it meant: the cone walk, the twin's stop, one noise
+        draw matched on the run's own images (and no noise floor matched to another variant),
+        the seeds resampled, and the statistics of :data:`LEGACY_ANALYSIS` (so that the command
+        rebuilt from it, ``recourse.cli.reproduction``, names that analysis and gives back the
+        record's numbers)."""
         values = {**LEGACY_SETTINGS, **recorded}
         values["counterfactual"] = CounterfactualConfig(**{**LEGACY_COUNTERFACTUAL, **values.get("counterfactual", {})})
         for name in ("attributes", "seen_attributes", "margins", "matched_noise"):
@@ -158,7 +159,7 @@ class BenchmarkSettings:
 
     def student_inputs(self) -> dict[str, str]:
         """What keys a student's cached part besides the teacher's inputs and its weights: the
-        stop, where it is not the committed runs' (so their caches keep their keys)."""
+        stop, where it is not the twin's (so that the parts cached on the twin keep their keys)."""
         return {} if self.student_stop == "twin" else {"student_stop": self.student_stop}
 
     def fingerprint(self, inputs: dict[str, str]) -> str:
@@ -178,8 +179,8 @@ class BenchmarkSettings:
 
 
 def recorded_analysis(settings: dict) -> str:
-    """The analysis a record's statistics were made with: its ``analysis``, or the committed
-    runs' where it has none (they were written before it was recorded)."""
+    """The analysis a record's statistics were made with: its ``analysis``, or
+    :data:`LEGACY_ANALYSIS` where it names none."""
     return settings.get("analysis", LEGACY_ANALYSIS)
 
 
@@ -244,8 +245,8 @@ def student_part(images: torch.Tensor, first_task: int, teacher: dict[str, torch
                  earlier: list[dict] | None = None) -> list[dict]:
     """The student's own recourse (same seeds), its view of the teacher's, and the judge's
     readings of its own recourse (None where the attribute has no judge), per task. ``earlier``:
-    this part as made before the judges were read; its tasks without a judge are kept as they
-    are (there is nothing to read) and only the others are made again."""
+    this part as cached without the judges' readings; its tasks without a judge are kept as
+    they are (there is nothing to read) and only the others are made again."""
     records: list[dict] = [{} for _ in range(len(images))]
     for attribute, rows in attribute_groups(first_task, len(images), settings):
         if earlier is not None and not is_judged(attribute, images.shape[-1]):
@@ -255,8 +256,8 @@ def student_part(images: torch.Tensor, first_task: int, teacher: dict[str, torch
         result = student_recourse(images[rows], attribute, teacher["target"][rows].long(),
                                   teacher["counterfactuals"][rows], student, settings.counterfactual, generator,
                                   _seeds(settings, first_task, rows),
-                                  # the committed runs stopped on the twin (student_stop "twin"); new
-                                  # runs stop where validity is scored, as the audit does
+                                  # "decider" stops where validity is scored, as the audit does;
+                                  # "twin" reproduces the records made on the differentiable twin
                                   stop_on_decider=settings.student_stop == "decider")
         # the judge's score of x is the teacher part's where it has one (read once for every row)
         read = judge_counterfactuals(images[rows], result.counterfactuals, attribute, teacher["target"][rows].long(),
@@ -297,7 +298,7 @@ def cached_teacher_part(x: torch.Tensor, start: int, teacher: nn.Module, setting
         cache_dir.mkdir(parents=True, exist_ok=True)
         write_tensors(path, part, fields)
     elif not _JUDGE_KEYS <= set(part):
-        # made before the judges were read: its counterfactuals are read, none is made again
+        # cached without the judges' readings: its counterfactuals are read, none is made again
         part = {**part, **teacher_readings(x, start, part, settings)}
         write_tensors(path, part, fields)
     return part
@@ -344,7 +345,7 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
         for method, student in students.items():
             part = parts[method]
             if part is None or not all(_JUDGE_RECORD_KEYS <= set(r) for r in part):
-                # none, or one made before the judges were read: made, or completed
+                # none, or one cached without the judges' readings: made, or completed
                 part = student_part(x, start, fp32, student, settings, generator, earlier=part)
                 path = paths[method]
                 path.with_suffix(".tmp").write_text(json.dumps({**fields[method], "sha256": json_digest(part),
@@ -412,7 +413,7 @@ def _teacher_judge_record(part: dict[str, torch.Tensor], k: int) -> dict:
 _TEACHER_KEYS = {"counterfactuals", "target", "valid", "cost", "logit", "partial"}
 _STUDENT_TYPES = {"accepts_teacher": bool, "valid": bool, "cost": float, "cosine": float, "logit": float,
                   "partial": list}
-# The judges' readings. A part made before them has none of these and is completed:
+# The judges' readings. A cached part without them is completed:
 # the teacher's by reading its cached counterfactuals, a student's by making its judged tasks again.
 _JUDGE_KEYS = {"judge_face", "judge_score", "judge_seen", "judge_shift"}
 _JUDGE_RECORD_TYPES = {"judge_score": float, "judge_seen": bool, "judge_shift": float}  # or None

@@ -175,7 +175,7 @@ class CFQQATConfig(MixedPrecisionConfig):
     ``recourse_weight`` is: ``recourse_weight = 0`` is therefore cfq-qat's no-recourse twin,
     which differs from it only in the fine-tuning term. ``recourse_objective``:
     ``"match"`` (the teacher's logits at the points and at partial edits towards them) or
-    ``"target"`` (the first version's BCE to the hard target; an ablation)."""
+    ``"target"`` (the BCE to the hard target; an ablation)."""
 
     recourse_weight: float = 1.0
     recourse_batch_size: int = 32

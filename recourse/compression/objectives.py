@@ -6,7 +6,7 @@ The counterfactual-aware term comes in two kinds (``RECOURSE_OBJECTIVES``):
   points *and* at partial edits ``x + α(x'_f − x)``, α uniform in [0, 1]: it learns where
   the teacher's boundary lies, on both sides, so it neither rejects the teacher's
   recourse nor accepts what the teacher still rejects;
-* ``"target"`` — the first version's BCE to the hard target at the recourse points only.
+* ``"target"`` — the BCE to the hard target at the recourse points only.
   It has no upper bound, so it rewards a student that leans towards the target (kept as an
   ablation).
 """

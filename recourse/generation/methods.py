@@ -5,8 +5,8 @@ entry point that every caller uses (as ``quantize`` is for the compression metho
   denoiser, with a mask and inpainting (:mod:`recourse.generation.denoised`);
 * ``pca-walk`` — gradient steps of the model inside the PCA face basis;
 * ``pca-walk-cone`` — the same, each step turned into a cone around a shared robust guide's
-  gradient (the project's earlier default; an ablation: the shared guide makes two models'
-  directions agree by construction).
+  gradient (an ablation: the shared guide makes two models' directions agree by
+  construction).
 
 A method takes ``(images, model, index, sign, config, generator, seeds, decider)`` and
 returns the counterfactual images, or ``(counterfactuals, edits)`` where it stops on the

@@ -182,7 +182,7 @@ def value_cards(result: AuditResult) -> str:
         entries.append((label, symbol, meaning, *identity_says(result, model)))
     cards = []
     for label, symbol, meaning, value, colour in entries:
-        # compact: a short value in 15 px, the meaning in small print (was 20 px bold over 4-5 lines)
+        # compact: a short value in 15 px, the meaning in small print, so that each card stays a few lines high
         cards.append(f'<div class="value-card" style="background:{colour};border-radius:8px;padding:6px 8px;'
                      f'min-width:110px;flex:1 1 110px"><div style="font-size:12px;color:#374151">'
                      f'<abbr title="{html.escape(symbol)}" style="text-decoration:none;cursor:help">'

@@ -1,8 +1,9 @@
-"""The issue-26 statistics of a benchmark run drawn as markdown: the direction metric with
-zero-length recourses apart beside its floor rows, the shares' Wilson intervals, TOST
-against the floor rows, and the family of claims after Holm and Benjamini–Hochberg (newer
-runs: per correction family, differences and TOST together, each family by its own correction).
-Runs made before these existed have none of them: each table then says so in one line."""
+"""The statistics of a benchmark run drawn as markdown: the direction metric with zero-length
+recourses apart beside its floor rows, the shares' Wilson intervals, TOST against the floor
+rows, and the family of claims after Holm and Benjamini–Hochberg (under
+:data:`~recourse.benchmark.tasks.ANALYSIS`: per correction family, differences and TOST together,
+each family by its own correction). A record without one of these says so in one line where its
+table would be."""
 
 from __future__ import annotations
 
@@ -90,9 +91,9 @@ def equivalence_table(result: BenchmarkResult, group: str = "all") -> str:
 
 def claims_table(result: BenchmarkResult, group: str | None = "all", alpha: float = 0.05) -> str:
     """The claims whose raw p is below ``alpha`` (in ``group``; None: every group), with their
-    adjusted p and whether each holds. A run of the committed analysis has one family, all
-    tested claims (every group) after Holm and Benjamini–Hochberg; a newer run's claims are
-    drawn per correction family (:func:`correction_families`), each read by its own correction."""
+    adjusted p and whether each holds. A run of LEGACY_ANALYSIS has one family, all tested
+    claims (every group) after Holm and Benjamini–Hochberg; under ANALYSIS the claims are drawn
+    per correction family (:func:`correction_families`), each read by its own correction."""
     tested = [c for c in result.claims if c.p == c.p]
     if not tested:
         return "(this run has no corrected claims)"
@@ -115,7 +116,7 @@ def claims_table(result: BenchmarkResult, group: str | None = "all", alpha: floa
 
 
 def _one_family_table(tested: list[Claim], group: str | None, alpha: float) -> str:
-    """The committed runs' family of claims: every paired difference, Holm and BH over all of them."""
+    """The one family of claims of LEGACY_ANALYSIS: every paired difference, Holm and BH over all of them."""
     shown = [c for c in tested if c.p < alpha and (group is None or c.group == group)]
     lines = [f"{len(tested)} paired differences tested; {sum(c.p < alpha for c in tested)} with p < {alpha:g} before "
              f"correction, {sum(c.holds(alpha, 'holm') for c in tested)} after Holm, "
@@ -133,8 +134,8 @@ def _one_family_table(tested: list[Claim], group: str | None, alpha: float) -> s
 
 
 def correction_families(claims: list[Claim]) -> dict[str, list[Claim]]:
-    """The claims of each correction family, primary first; {} for the committed runs' claims,
-    which have no family of their own (one family, read by Holm)."""
+    """The claims of each correction family, primary first; {} for the claims of
+    LEGACY_ANALYSIS, which have no family of their own (one family, read by Holm)."""
     if not any(c.correction_family for c in claims):
         return {}
     order = [*CORRECTIONS, *sorted({c.correction_family for c in claims} - set(CORRECTIONS))]
@@ -144,7 +145,7 @@ def correction_families(claims: list[Claim]) -> dict[str, list[Claim]]:
 
 def held_claims(claims: list[Claim], alpha: float = 0.05) -> dict[str, tuple[int, int]]:
     """Per correction family, (claims that hold by its own correction, claims tested); the
-    committed runs' one family is ``""``, read by Holm as their pages always have been."""
+    one family of LEGACY_ANALYSIS is ``""``, read by Holm."""
     tested = [c for c in claims if c.p == c.p]
     families = correction_families(tested) or {"": tested}
     return {name: (sum(c.holds(alpha) for c in members), len(members)) for name, members in families.items()}

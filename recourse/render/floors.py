@@ -1,7 +1,6 @@
 """DirSim and CRG drawn between their floors (``recourse.benchmark.floors``): each row's value,
 the two floors and the row's position on the scale they span, for ``benchmark.md`` and the
-results pages. A run without both floors (every run made before them) gets nothing here and
-keeps its rendering."""
+results pages. A run without both floors gets nothing here and keeps its rendering."""
 
 from __future__ import annotations
 

@@ -12,14 +12,14 @@ from recourse.generation.regions import REGIONS
 METHOD_CHOICES = [
     ("denoised (default)", "denoised"),
     ("pca-walk", "pca-walk"),
-    ("pca-walk-cone (earlier default)", "pca-walk-cone"),
+    ("pca-walk-cone (ablation)", "pca-walk-cone"),
 ]
 
 METHOD_NOTES = {
     "denoised": "Each model drives its own edit through the learned face denoiser (denoised smoothing); "
                 "a mask keeps the rest of the face.",
     "pca-walk": "Each model's own gradient steps in the generator's PCA face basis.",
-    "pca-walk-cone": "The earlier default: the PCA walk with every step turned into a cone around a shared robust "
+    "pca-walk-cone": "An ablation: the PCA walk with every step turned into a cone around a shared robust "
                      "guide's gradient. The shared guide makes the two models' directions agree by construction, "
                      "so DirSim says little about the models here.",
 }
