@@ -92,7 +92,7 @@ def test_the_section_reads_the_registered_claims_and_the_judges(committed_run):
     assert "### The run: tasks 700–819" in text
     assert primary_benchmark.RECOMPUTE in text
     # the wall time over both segments, less the pause: 0.5 h + 1.5 h
-    assert "Wall time: 2.00 h on 2 cores in 2 segments, pauses left out (within the 3 h the issue allows)" in text
+    assert "Wall time: 2.00 h on 2 cores in 2 segments, pauses left out (within the 3 h the benchmark is allowed)" in text
 
 
 def test_the_page_and_the_recomputation_read_the_same_record(committed_run, tmp_path):
@@ -152,7 +152,7 @@ def test_the_wall_time_gives_the_timed_repeat_and_whether_it_reproduced_the_run(
                 "parts": {"teacher": 6, "student": 150}, "largest_difference": {"teacher": 0.0, "student": 0.0},
                 "identical": True, "record_differences": []}
     text = "\n".join(primary_benchmark.wall_time(segments, rerun, compared))
-    assert "Wall time: 4.00 h on 2 cores in 1 segments, pauses left out (over the 3 h the issue allows)" in text
+    assert "Wall time: 4.00 h on 2 cores in 1 segments, pauses left out (over the 3 h the benchmark is allowed)" in text
     assert ("The same command again, from an empty cache and keep-dir: 2.50 h on 2 cores in 1 segment(s), "
             "10 min of pauses left out (within the 3 h): alone") in text
     assert ("it reproduced the run: 6 teacher and 150 other parts compared, largest difference 0; "

@@ -1,4 +1,4 @@
-"""The quality page's test run of today's default: the table and the visible-recourse issue's
+"""The quality page's test run of the default generator: the table and the visible stop's
 targets, each read from the run's rows."""
 
 from scripts.docs.results import default_quality, files

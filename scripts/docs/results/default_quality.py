@@ -1,6 +1,6 @@
 """The product's default on test (``scripts/measurements/quality_visible.py``): each attribute's edit
-at the visible stop and at the benchmark's margin, and the visible-recourse issue's targets read
-from the same rows."""
+at the visible stop and at the benchmark's margin, and the visible stop's targets
+(:func:`targets`) read from the same rows."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ JUDGED = ("Smiling", "Young", "Male", "Mouth_Slightly_Open")  # the judges' targ
 
 @dataclass(frozen=True)
 class Target:
-    """One of issue 36's targets at the visible stop, read on one attribute's row."""
+    """One of the visible stop's targets, read on one attribute's row."""
 
     what: str
     attribute: str
@@ -29,7 +29,7 @@ def pooled_judges(row: dict) -> list[dict]:
 
 
 def targets(rows: list[dict]) -> list[Target]:
-    """Every target of the visible stop, attribute by attribute (issue 36, 'Targets')."""
+    """Every target of the visible stop, attribute by attribute."""
     found = []
     for row in rows:
         if row["stop"] != "visible":
@@ -85,7 +85,7 @@ def default_quality_section() -> list[str]:
                      f"| {judges} | {r['median_seconds']:.2f} |")
     found = targets(record["attributes"])
     missed = [t for t in found if not t.met]
-    lines += ["", f"### The visible-recourse issue's targets at the visible stop: {len(found) - len(missed)} of "
+    lines += ["", f"### The visible stop's targets: {len(found) - len(missed)} of "
                   f"{len(found)} met", "", "| target | attribute | value | bound | met |", "|---|---|---:|---|---|"]
     lines += [f"| {t.what} | {t.attribute} | {_number(t.value, 3)} | {t.bound} | {'yes' if t.met else '**no**'} |"
               for t in found]

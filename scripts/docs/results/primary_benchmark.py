@@ -1,4 +1,4 @@
-"""The registered benchmark (issue 37): does compression make a model's recourse less of a change
+"""The registered benchmark: does compression make a model's recourse less of a change
 a person sees? The registration, committed before the run; the run's answer (the registered
 claims); what each judge saw; the directions between their floors; VD as a curve; and how every
 claim is recomputed from the committed per-task columns. Drawn from the committed files only."""
@@ -108,9 +108,9 @@ def vd_curve(load: Loader) -> list[str]:
     points = [SweepPoint(**p) for p in sweep["sweep"]]
     settings = sweep["settings"]["counterfactual"]
     regions = settings.get("region_mask")
-    generator = ("today's default (the region edit of issue 36)" if regions else
-                 "the generator before issue 36's region edit (no region mask): the curve of the run's own default "
-                 "was not measured")
+    generator = ("the default generator (each edit confined to its attribute's face region)" if regions else
+                 "edits over the whole frame (no region mask): the curve at the run's own generator settings is not "
+                 "measured")
     noise = sweep["settings"]
     draws = (f"the {noise['noise_draws']} noise draws matched to `{noise['noise_control']}`'s agreement"
              if noise.get("noise_control") and noise.get("noise_draws") else "the noise draws")
@@ -142,14 +142,14 @@ def band_reading(points: list[SweepPoint], metrics: tuple[str, ...] = ("vd", "lo
 
 def wall_time(segments: dict | None, rerun: dict | None = None, compared: dict | None = None,
               limit_hours: float = 3.0) -> list[str]:
-    """The run's wall time over its segments against the issue's limit; then, where it was
+    """The run's wall time over its segments against the benchmark's limit; then, where it was
     made, the same command's again from an empty cache with nothing beside it, and whether
     it reproduced the run."""
     if segments is None:
         return []
     hours = segment_seconds(segments) / 3600
     lines = [f"Wall time: {hours:.2f} h on 2 cores in {len(segments['segments'])} segments, pauses left out "
-             f"({'within' if hours <= limit_hours else 'over'} the {limit_hours:g} h the issue allows): "
+             f"({'within' if hours <= limit_hours else 'over'} the {limit_hours:g} h the benchmark is allowed): "
              f"{segments['how']} (`{files.location(SEGMENTS)}`).", ""]
     if rerun is not None:
         again = segment_seconds(rerun) / 3600
