@@ -14,7 +14,10 @@ from recourse.benchmark.claims import claims
 from recourse.benchmark.recompute import check_run
 from recourse.benchmark.rows import family_of, family_rows, row_recourse
 from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, file_sha256, read_columns, write_columns
+from recourse.benchmark.tasks import ANALYSES, ANALYSIS, DATED_ANALYSES, LEGACY_ANALYSIS, analysis_version
+from recourse.benchmark.tasks import recorded_analysis
 from recourse.cli import main
+from recourse.paths import assets_dir
 from tests.test_benchmark import _row
 from tests.test_benchmark_symmetry import random_records
 
@@ -60,11 +63,11 @@ def test_a_run_saves_its_columns_and_recomputes_its_claims_from_them(tmp_path, c
     assert problems == [] and len(again.claims) == len(record["claims"]) > 0
     assert main(["recompute-claims", str(path), "--list"]) == 0
     out = capsys.readouterr().out
-    assert "analysis 2026-12-03" in out and "agrees with the record within 1e-09" in out
+    assert "analysis v2" in out and "agrees with the record within 1e-09" in out
     assert "primary" in out and "pair " in out  # the pair of references counted once
-    # the committed analysis recomputes too, from the same columns
+    # the first analysis recomputes too, from the same columns
     committed = BenchmarkSettings(n=40, attributes=("Smiling", "Bangs"), seen_attributes=("Smiling",),
-                                  bootstrap_samples=100, analysis="2026-12-02")
+                                  bootstrap_samples=100, analysis=LEGACY_ANALYSIS)
     legacy = tiny_run(tmp_path / "legacy", committed)
     assert check_run(legacy)[2] == []
 
@@ -116,3 +119,32 @@ def test_a_columns_file_is_never_unpickled_and_a_run_without_one_is_said(tmp_pat
     assert main(["recompute-claims", str(path)]) == 2
     assert "saved no per-task columns" in capsys.readouterr().err
     assert main(["recompute-claims", str(tmp_path / "absent.json")]) == 2
+
+
+# --- the analysis versions: records that spell them by date, or name none ---------------------
+
+PRIMARY_RUN = "results/benchmark-primary-run/benchmark.json"  # recorded as "2026-12-03"
+
+
+def test_a_records_dated_analysis_or_none_reads_as_its_version():
+    """Records written before the analysis versions had names spell them by date; one that
+    names none was made with the first. Each reads back as its version, and its settings are
+    written back as they were."""
+    assert DATED_ANALYSES == {"2026-12-02": LEGACY_ANALYSIS, "2026-12-03": ANALYSIS} and ANALYSES == ("v1", "v2")
+    assert [analysis_version(v) for v in (*ANALYSES, "2026-12-02", "2026-12-03")] == ["v1", "v2", "v1", "v2"]
+    with pytest.raises(ValueError, match="analysis must be one of v1, v2"):
+        BenchmarkSettings(analysis="2026-12-01")
+    assert BenchmarkSettings(analysis="2026-12-02").analysis == LEGACY_ANALYSIS
+    for name, spelled, version in ((PRIMARY_RUN, "2026-12-03", ANALYSIS),
+                                   ("benchmark-denoised.json", None, LEGACY_ANALYSIS)):
+        record = json.loads((assets_dir() / name).read_text())
+        assert record["settings"].get("analysis") == spelled
+        assert BenchmarkSettings.from_record(record["settings"]).analysis == version
+        assert recorded_analysis(record["settings"]) == version
+        assert BenchmarkResult.from_dict(record).to_dict()["settings"] == record["settings"]
+
+
+@pytest.mark.slow
+def test_the_committed_run_recorded_with_a_dated_analysis_recomputes_as_written():
+    _, again, problems = check_run(assets_dir() / PRIMARY_RUN)
+    assert again.analysis == ANALYSIS and problems == []

@@ -205,7 +205,7 @@ def test_a_benchmark_run_from_before_the_method_existed_names_the_cone_walk_and_
     shown = reproduction(record["command"], record["settings"])
     assert shown == record["command"] + (" --counterfactual-method pca-walk-cone --margin 6 --student-stop twin "
                                          "--noise-draws 1 --noise-match-split tasks --seed-level resample "
-                                         "--analysis 2026-12-02")
+                                         "--analysis v1")
 
 
 def test_a_benchmark_run_at_todays_defaults_shows_its_command_as_recorded():
@@ -222,9 +222,9 @@ def test_a_benchmark_run_at_todays_defaults_shows_its_command_as_recorded():
 
 
 def test_a_benchmark_runs_analysis_is_an_option_and_is_reproduced_where_recorded():
-    """--analysis picks how families are compared and claims counted; a run that recorded the
-    committed runs' analysis is shown with it, one that recorded today's without it; a record
-    without one is a committed run's (from_record reads none as 2026-12-02) and is shown with it."""
+    """--analysis picks the analysis version; a run that recorded the first is shown with it, one
+    that recorded the default without it; a record without one was made with the first
+    (from_record) and is shown with it, and a record's dated spelling is shown as the version."""
     from dataclasses import asdict
 
     from recourse.benchmark import BenchmarkSettings
@@ -233,17 +233,21 @@ def test_a_benchmark_runs_analysis_is_an_option_and_is_reproduced_where_recorded
 
     command = "python -m recourse benchmark --data d --split test --tasks 500 --out out/b"
     parse = build_parser().parse_args
-    assert _benchmark_settings(parse(command.split()[3:])).analysis == "2026-12-03"
-    assert _benchmark_settings(parse([*command.split()[3:], "--analysis", "2026-12-02"])).analysis == "2026-12-02"
+    assert _benchmark_settings(parse(command.split()[3:])).analysis == "v2"
+    assert _benchmark_settings(parse([*command.split()[3:], "--analysis", "v1"])).analysis == "v1"
     with pytest.raises(SystemExit):
-        parse([*command.split()[3:], "--analysis", "2026-12-01"])
+        parse([*command.split()[3:], "--analysis", "v3"])
     settings = json.loads(json.dumps(asdict(BenchmarkSettings())))
-    assert reproduction(command, settings) == command
-    settings["analysis"] = "2026-12-02"
+    assert settings["analysis"] == "v2" and reproduction(command, settings) == command
+    settings["analysis"] = "v1"
     shown = reproduction(command, settings)
-    assert shown == command + " --analysis 2026-12-02" and reproduction(shown, settings) == shown
+    assert shown == command + " --analysis v1" and reproduction(shown, settings) == shown
+    settings["analysis"] = "2026-12-02"
+    assert reproduction(command, settings) == shown
+    settings["analysis"] = "2026-12-03"
+    assert reproduction(command, settings) == command
     del settings["analysis"]
-    assert reproduction(command, settings) == command + " --analysis 2026-12-02"
+    assert reproduction(command, settings) == shown
 
 
 # Every committed run whose command a results page shows as a recourse command, and that page.

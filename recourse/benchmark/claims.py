@@ -44,7 +44,7 @@ from recourse.benchmark.rows import FamilyRow, is_tested
 from recourse.benchmark.semantic import METRIC as SEMANTIC_METRIC
 from recourse.benchmark.semantic import REFERENCE as TEACHER
 from recourse.benchmark.semantic import RegisteredFamily
-from recourse.benchmark.tasks import ANALYSIS, LEGACY_ANALYSIS
+from recourse.benchmark.tasks import ANALYSIS, LEGACY_ANALYSIS, analysis_version
 
 PRIMARY_GROUP = "all"
 # a claim's correction family and the correction it is read by; "registered" only where the
@@ -234,7 +234,7 @@ def claims(families: list[FamilyRow], alpha: float = 0.05, analysis: str = ANALY
     Bonferroni interval at family-wise level ``1 − alpha``; with ``registered``, its claims first
     (the family ``registered``), then every other claim as ``secondary``; under LEGACY_ANALYSIS,
     :func:`legacy_claims`."""
-    if analysis == LEGACY_ANALYSIS:
+    if analysis_version(analysis) == LEGACY_ANALYSIS:
         return legacy_claims(families, alpha)
     kept, _ = selected(candidates(families), [f.family for f in families])
     entries = [(c, _correction_family(c, registered)) for c in kept]

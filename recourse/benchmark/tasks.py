@@ -39,14 +39,18 @@ TASK_WEIGHTS = ("multinomial", "dirichlet")
 # CRG, 2 points of DirSim (docs/metrics.md). Stated before the final run, recorded with it.
 EQUIVALENCE_MARGINS: tuple[tuple[str, float], ...] = (
     ("vd", 2.0), ("fa_75", 5.0), ("logit_gap", 0.1), ("crg", 0.02), ("dirsim_moved", 2.0))
-# How a run's families are compared and its claims counted (recourse.benchmark.comparison;
-# docs/metrics.md, "Analysis versions"). LEGACY_ANALYSIS: seed k of a family against seed
-# k mod K of the other (so the two orders differ), every test a claim, TOST apart. ANALYSIS, the
-# default: family means in either order, claims without duplicates or 0-against-0, TOST inside
-# the correction families. Both exist so that every record keeps the numbers it was written with.
-LEGACY_ANALYSIS = "2026-12-02"
-ANALYSIS = "2026-12-03"
+# The analysis version: how a run's families are compared and its claims counted
+# (recourse.benchmark.comparison; docs/metrics.md, "Analysis versions"). LEGACY_ANALYSIS: seed k
+# of a family against seed k mod K of the other (so the two orders differ), every test a claim,
+# TOST apart. ANALYSIS, the default: family means in either order, claims without duplicates or
+# 0-against-0, TOST inside the correction families. A run records its version, so that every
+# record keeps the numbers it was written with.
+LEGACY_ANALYSIS = "v1"
+ANALYSIS = "v2"
 ANALYSES = (LEGACY_ANALYSIS, ANALYSIS)
+# The versions as records written before they had names spell them (a record format: kept so
+# that those records read back).
+DATED_ANALYSES = {"2026-12-02": LEGACY_ANALYSIS, "2026-12-03": ANALYSIS}
 # The value a record that lacks one of these settings was made with (BenchmarkSettings.from_record).
 LEGACY_SETTINGS = {"student_stop": "twin", "noise_draws": 1, "noise_match_split": None, "seed_level": "resample",
                    "task_weights": "multinomial", "equivalence_margins": (), "analysis": LEGACY_ANALYSIS,
@@ -93,6 +97,8 @@ class BenchmarkSettings:
     primary_family: RegisteredFamily | None = None
 
     def __post_init__(self) -> None:
+        # a record's older spelling of its analysis reads as the version it names
+        object.__setattr__(self, "analysis", analysis_version(self.analysis))
         check_int("n", self.n, 1, 1_000_000)  # CelebA has 202,599 photos
         check_int("first_task", self.first_task, 0, 1_000_000)
         check_int("chunk_size", self.chunk_size, 1, 10_000)
@@ -178,10 +184,17 @@ class BenchmarkSettings:
         return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+def analysis_version(value: str) -> str:
+    """The analysis version ``value`` names: one of :data:`ANALYSES`, or the date by which a
+    record written before the versions had names spells it (:data:`DATED_ANALYSES`). Any other
+    value is returned as it is, for the caller to refuse."""
+    return DATED_ANALYSES.get(value, value) if isinstance(value, str) else value
+
+
 def recorded_analysis(settings: dict) -> str:
-    """The analysis a record's statistics were made with: its ``analysis``, or
+    """The analysis version a record's statistics were made with: its ``analysis``, or
     :data:`LEGACY_ANALYSIS` where it names none."""
-    return settings.get("analysis", LEGACY_ANALYSIS)
+    return analysis_version(settings.get("analysis", LEGACY_ANALYSIS))
 
 
 def chunk_bounds(settings: BenchmarkSettings, available: int) -> list[tuple[int, int]]:
