@@ -17,7 +17,7 @@ import argparse
 def register(commands) -> None:
     claims = commands.add_parser(
         "claims", help="a benchmark run's statistics as markdown: directions, Wilson intervals, TOST, corrected claims",
-        description="A benchmark run's issue-26 statistics as markdown: the direction metric with zero-length "
+        description="A benchmark run's statistics as markdown: the direction metric with zero-length "
                     "recourses apart beside the floor rows, Wilson intervals of the shares, TOST against the floor "
                     "rows and the family of claims after Holm and Benjamini–Hochberg.")
     claims.add_argument("benchmark", help="benchmark.json of a run")
