@@ -42,8 +42,7 @@ from recourse.audit_instruments import (
     COMMITTED, JUDGED_RESOLUTION, Describe, identity_view, independent_readings, judge_view, judged_path,
     model_probabilities, model_resolution, resolve_identity, resolve_judge, resolve_strong_judge,
 )
-from recourse.audit_result import AuditResult, AuditSettings, Predictions
-from recourse.audit_result import product_settings  # noqa: F401  re-exported: recourse/cli imports it from here
+from recourse.audit_result import AuditResult, AuditSettings, Predictions, product_settings
 from recourse.data import ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
 from recourse.metrics import ImageRecourse
@@ -128,10 +127,11 @@ def read_stops(x: torch.Tensor, attribute: str, target: int, teacher: nn.Module,
 
 def audit_steps(
     image: ImageSource,
+    *,
     variant: str,
     attribute: str,
     target: int | None = None,
-    settings: AuditSettings = AuditSettings(),
+    settings: AuditSettings | None = None,
     teacher: nn.Module | None = None,
     student: Student | None = None,
     generator: FaceGenerator | None = None,
@@ -144,16 +144,18 @@ def audit_steps(
     ``check`` is called after each stage, decoding, aligning and each counterfactual among
     them (a time limit raises there).
 
-    ``teacher``, ``student`` and ``generator`` default to the committed checkpoints
-    (loaded once); tests pass tiny ones. ``judge`` and ``strong_judge`` default to the
-    committed robust judges where they are there and see the teacher's input size; ``identity``
-    to dlib's face descriptor (``recourse.instruments.identity.face_descriptor``) on faces of
-    at least 64 px; ``None``: left out. What is left out, and why, is in ``missing``.
+    ``settings`` default to the product's (:func:`recourse.audit_result.product_settings`: the
+    app's and the command line's). ``teacher``, ``student`` and ``generator`` default to the
+    committed checkpoints (loaded once); tests pass tiny ones. ``judge`` and ``strong_judge``
+    default to the committed robust judges where they are there and see the teacher's input
+    size; ``identity`` to dlib's face descriptor (``recourse.instruments.identity.face_descriptor``)
+    on faces of at least 64 px; ``None``: left out. What is left out, and why, is in ``missing``.
     """
     from recourse import models
 
     index = attribute_index(attribute)
     _check_target(target)
+    settings = settings if settings is not None else product_settings()
     teacher = teacher if teacher is not None else models.load_teacher()
     student = student if student is not None else models.load_student(variant)
     # generate() works on its own copy of the scheduler, so audits may share the generator
@@ -297,10 +299,11 @@ def _instruments(x: torch.Tensor, x_f: torch.Tensor, x_g: torch.Tensor, attribut
 
 def audit_image(
     image: ImageSource,
+    *,
     variant: str,
     attribute: str,
     target: int | None = None,
-    settings: AuditSettings = AuditSettings(),
+    settings: AuditSettings | None = None,
     teacher: nn.Module | None = None,
     student: Student | None = None,
     generator: FaceGenerator | None = None,
@@ -310,9 +313,12 @@ def audit_image(
     identity: Describe | None | str = COMMITTED,
 ) -> AuditResult:
     """Audit one face; see the module docstring. ``image``: a photo (path, bytes or PIL,
-    aligned automatically) or a framed ``(3, H, W)`` tensor in [0, 1]."""
-    for step in audit_steps(image, variant, attribute, target, settings, teacher, student, generator, judge,
-                            strong_judge, identity):
+    aligned automatically) or a framed ``(3, H, W)`` tensor in [0, 1]; the other arguments as
+    :func:`audit_steps` takes them (``settings``: by default the app's and the command line's)."""
+    steps = audit_steps(image, variant=variant, attribute=attribute, target=target, settings=settings,
+                        teacher=teacher, student=student, generator=generator, judge=judge,
+                        strong_judge=strong_judge, identity=identity)
+    for step in steps:
         if progress is not None:
             progress(step)
         if step.result is not None:

@@ -193,6 +193,20 @@ def resolve_identity(identity: Describe | None | str, resolution: int) -> tuple[
         return None, "dlib or its models are not installed"
 
 
+def shared_instruments(teacher: nn.Module) -> dict:
+    """The committed judges and dlib's face descriptor for audits of ``teacher``'s faces, resolved
+    once and given to every audit (``audit_image``'s ``judge``, ``strong_judge``, ``identity``):
+    left to each audit, the stronger judge's folder is read again for every face (whether its
+    training has finished). One that is not there is left to the audit, which says why in its
+    ``missing``."""
+    resolution = model_resolution(teacher)
+    strong_judge, _ = resolve_strong_judge(COMMITTED, resolution)
+    identity, _ = resolve_identity(COMMITTED, resolution)
+    return {"judge": resolve_judge(COMMITTED, resolution),  # None where there is none: the audit says nothing else
+            "strong_judge": COMMITTED if strong_judge is None else strong_judge,
+            "identity": COMMITTED if identity is None else identity}
+
+
 def identity_view(describe: Describe | None, x: torch.Tensor, teacher_counterfactual: torch.Tensor,
                   student_counterfactual: torch.Tensor) -> IdentityView | None:
     """dlib's distances of both recourses to ``x`` (each ``(3, H, W)`` in [0, 1]), from one call

@@ -1,11 +1,15 @@
 """What an audit takes and gives: its settings (:class:`AuditSettings`), the predictions it
 shows first (:class:`Predictions`) and the whole result (:class:`AuditResult`) with its JSON
-values. Run by :mod:`recourse.audit`, drawn by :mod:`recourse.render`.
+values and files. Run by :mod:`recourse.audit`, drawn by :mod:`recourse.render`.
+:func:`product_settings` is the one place that says how the product audits.
 """
 
 from __future__ import annotations
 
+import json
+import os
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 
 import torch
 
@@ -22,14 +26,16 @@ from recourse.stops import AuditStops, stops_for
 
 
 def minimal_recourse() -> CounterfactualConfig:
-    """An audit's default: stop as soon as the guiding model's decision flips (margin 0), the
-    smallest change of ``docs/metrics.md``; a margin past the boundary hides disagreements."""
+    """The minimal recourse (bare ``AuditSettings()``'s): stop as soon as the guiding model's
+    decision flips (margin 0), the smallest change of ``docs/metrics.md``; a margin past the
+    boundary hides disagreements."""
     return CounterfactualConfig(margin=0.0)
 
 
 @dataclass(frozen=True)
 class AuditSettings:
-    """Everything that changes an audit's numbers; saved with every result."""
+    """Everything that changes an audit's numbers; saved with every result. Bare, the minimal
+    recourse without stops; the product's audit is :func:`product_settings`."""
 
     counterfactual: CounterfactualConfig = field(default_factory=minimal_recourse)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
@@ -55,8 +61,10 @@ class AuditSettings:
 
 def product_settings(picture_margin: float | None = None, numbers_at: str = "benchmark",
                      counterfactual: CounterfactualConfig | None = None) -> AuditSettings:
-    """The app's and the command line's audit: pictures at the visible stop (or at
-    ``picture_margin``), numbers at the benchmark's validated margin (or the boundary)."""
+    """The product's audit: what the app, the command line, the Python API (``recourse.Auditor``)
+    and ``audit_image`` without settings run. Pictures at the visible stop (or at
+    ``picture_margin``), numbers at the benchmark's validated margin (or the boundary), the
+    generator's own settings (or ``counterfactual``)."""
     return AuditSettings(counterfactual=counterfactual or CounterfactualConfig(),
                          stops=stops_for(picture_margin, numbers_at))
 
@@ -162,6 +170,28 @@ class AuditResult:
             "settings": self.settings.to_dict(), "seed": self.seed, "versions": self.versions,
             "seconds": {k: round(v, 3) for k, v in self.seconds.items()},
         }
+
+    def save_json(self, path: str | os.PathLike, source: str = "") -> Path:
+        """Write every value and picture as the app's JSON export and ``recourse audit --json``
+        do (:func:`recourse.render.audit_html.audit_record`); ``source``, where given, is kept
+        as ``"image"``: the photo's name or where the face came from."""
+        from recourse.render.audit_html import audit_record
+
+        record = {"image": source, **audit_record(self)} if source else audit_record(self)
+        return _written(path, json.dumps(record, indent=2, allow_nan=False) + "\n")
+
+    def save_html(self, path: str | os.PathLike, source: str = "") -> Path:
+        """Write the one-page report the app offers for download, ``source`` said in it."""
+        from recourse.render.audit_html import report_html
+
+        return _written(path, report_html(self, source))
+
+
+def _written(path: str | os.PathLike, text: str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
 
 
 def _round(value: float | None) -> float | None:

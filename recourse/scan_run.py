@@ -22,7 +22,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recourse.audit_result import AuditSettings
+from recourse.audit_result import AuditSettings, product_settings
 from recourse.photo_folder import Skipped, frame_photo, image_files, is_celeba_folder
 from recourse.progress import Progress, silent
 from recourse.screening import PATH_STEP_CHANGE, PATH_STEPS, ScreenRow, screen, shortlist
@@ -37,7 +37,7 @@ class ScanPlan:
     folder: Path
     variant: str
     attribute: str
-    settings: AuditSettings = field(default_factory=AuditSettings)
+    settings: AuditSettings = field(default_factory=product_settings)  # the app's and the command line's
     top: int = 20  # faces given a full audit, the highest screening scores
     count: int | None = None  # at most this many photos, in name order (None: every one)
     split: str = "test"  # a CelebA folder's split; other folders have none

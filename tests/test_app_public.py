@@ -82,7 +82,8 @@ def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduc
     pixels, upload, _, variant, attribute, target, _ = app.select_failure(found, Selection())
     assert (variant, attribute, upload) == ("cf-ptq", "Young", None)
     assert target == next(iter(app.TARGETS))  # flip the full-precision decision, as the scan did
-    result = audit_image(app.framed_tensor(pixels), variant, attribute, None, AuditSettings(defaults))
+    result = audit_image(app.framed_tensor(pixels), variant=variant, attribute=attribute,
+                         settings=AuditSettings(defaults))
     first = rows[0]
     assert result.recourse.teacher_valid == first[4] and result.recourse.student_accepts_teacher == first[5]
     assert result.recourse.student_valid == first[6]
@@ -179,9 +180,11 @@ def test_the_api_names_its_outputs_and_offers_a_face_as_the_example():
 def test_display_pictures_draw_the_edit_on_the_photos_own_crop():
     import app
     from recourse.audit import audit_image
+    from recourse.audit_result import AuditSettings
     from recourse.render.pictures import display_pictures
 
-    result = audit_image(app.EXAMPLE_PHOTO, "ptq-int8", "Smiling")
+    # the minimal recourse (margin 0, no stops): the pictures' crop is what is checked, not where they stop
+    result = audit_image(app.EXAMPLE_PHOTO, variant="ptq-int8", attribute="Smiling", settings=AuditSettings())
     assert result.predictions.display is not None and result.predictions.display.shape == (3, 256, 256)
     pictures = display_pictures(result)
     assert pictures["teacher_counterfactual"].size == (256, 256)

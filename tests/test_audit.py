@@ -47,7 +47,8 @@ def same_as(teacher: nn.Module, name: str = "ptq-int8") -> Student:
 
 
 def test_the_teacher_as_its_own_student_gives_identical_recourse(teacher, image, tiny_generator):
-    result = audit_image(image, "ptq-int8", "Smiling", None, TINY, teacher, same_as(teacher), tiny_generator)
+    result = audit_image(image, variant="ptq-int8", attribute="Smiling", settings=TINY, teacher=teacher,
+                         student=same_as(teacher), generator=tiny_generator)
     # same seed and same guiding model: the same counterfactual
     assert torch.equal(result.teacher_counterfactual, result.student_counterfactual)
     torch.testing.assert_close(result.teacher_difference, result.teacher_counterfactual - image)
@@ -65,8 +66,8 @@ def test_the_teacher_as_its_own_student_gives_identical_recourse(teacher, image,
 
 def test_a_student_disagreeing_on_one_attribute(teacher, image, tiny_generator):
     student = NegateOne(teacher, SMILING).eval()
-    result = audit_image(image, "ptq-int8", "Smiling", 1, TINY, teacher, Student("ptq-int8", student, student),
-                         tiny_generator)
+    result = audit_image(image, variant="ptq-int8", attribute="Smiling", target=1, settings=TINY, teacher=teacher,
+                         student=Student("ptq-int8", student, student), generator=tiny_generator)
     p_f, p_g = result.predictions.teacher_probabilities, result.predictions.student_probabilities
     torch.testing.assert_close(p_g[SMILING], 1 - p_f[SMILING])
     assert result.predictions.diverging == ("Smiling",)
@@ -89,8 +90,8 @@ def test_a_student_disagreeing_on_one_attribute(teacher, image, tiny_generator):
 
 
 def test_predictions_come_first_and_the_result_serialises(teacher, image, tiny_generator):
-    steps = list(audit_steps(image, "ptq-int4", "Young", 0, TINY, teacher, same_as(teacher, "ptq-int4"),
-                             tiny_generator))
+    steps = list(audit_steps(image, variant="ptq-int4", attribute="Young", target=0, settings=TINY, teacher=teacher,
+                             student=same_as(teacher, "ptq-int4"), generator=tiny_generator))
     assert steps[0].stage == "predictions" and steps[0].result is None and steps[0].predictions is not None
     assert steps[-1].result is not None and [s.fraction for s in steps] == sorted(s.fraction for s in steps)
     assert all(s.result is None for s in steps[:-1])
@@ -110,8 +111,8 @@ def test_predictions_come_first_and_the_result_serialises(teacher, image, tiny_g
 def test_the_student_kind_is_reported(teacher, image, tiny_generator):
     twin, integer = tiny_classifier(seed=0), tiny_classifier(seed=0)
     assert Student("ptq-int4", twin, twin).kind == "twin"
-    result = audit_image(image, "ptq-int8", "Smiling", None, TINY, teacher, Student("ptq-int8", twin, integer),
-                         tiny_generator)
+    result = audit_image(image, variant="ptq-int8", attribute="Smiling", settings=TINY, teacher=teacher,
+                         student=Student("ptq-int8", twin, integer), generator=tiny_generator)
     assert result.student_model == "integer" and result.attributions[1].student_model == "integer"
     assert result.attributions[0].student_model == "twin"
 
@@ -138,7 +139,8 @@ def zero_cost_audit(teacher, image):
     """The teacher already decides the target and the generator edits nothing: both recourses
     are the face itself, valid for both models, at cost 0 — CRG_i and DirSim_i are undefined."""
     target = int(teacher(image[None])[0, SMILING] >= 0)
-    return audit_image(image, "ptq-int8", "Smiling", target, TINY, teacher, same_as(teacher), still_generator(16))
+    return audit_image(image, variant="ptq-int8", attribute="Smiling", target=target, settings=TINY, teacher=teacher,
+                       student=same_as(teacher), generator=still_generator(16))
 
 
 def test_zero_cost_recourse_is_undefined_not_a_crash(zero_cost_audit, image):
@@ -193,8 +195,9 @@ class Constant(nn.Module):
 
 
 def test_a_judge_that_reads_the_edit_sees_it_and_a_blind_one_does_not(teacher, image, tiny_generator):
-    arguments = (image, "ptq-int8", "Smiling", 1, TINY, teacher, same_as(teacher), tiny_generator)
-    seeing = audit_image(*arguments, judge=teacher)
+    arguments = dict(variant="ptq-int8", attribute="Smiling", target=1, settings=TINY, teacher=teacher,
+                     student=same_as(teacher), generator=tiny_generator)
+    seeing = audit_image(image, **arguments, judge=teacher)
     assert seeing.recourse.teacher_valid and seeing.recourse.student_valid
     with torch.no_grad():
         expected = torch.sigmoid(teacher(torch.stack([image, seeing.teacher_counterfactual,
@@ -205,7 +208,7 @@ def test_a_judge_that_reads_the_edit_sees_it_and_a_blind_one_does_not(teacher, i
     assert judged.counted and judged.sees_teacher_change and judged.sees_student_change
     assert seeing.verdict.endswith("The robust judge sees Smiling change in both recourses.")
 
-    blind = audit_image(*arguments, judge=Constant())
+    blind = audit_image(image, **arguments, judge=Constant())
     assert torch.equal(blind.teacher_counterfactual, seeing.teacher_counterfactual)  # the judge never guides
     assert blind.judge.counted and blind.judge.sees_teacher_change is False
     assert "sees Smiling change in neither recourse" in blind.verdict
@@ -265,8 +268,8 @@ class Brightness:
 
 
 def test_identity_is_the_descriptor_distance_of_each_recourse_to_the_face(teacher, image, tiny_generator):
-    result = audit_image(image, "ptq-int8", "Smiling", 1, TINY, teacher, same_as(teacher), tiny_generator,
-                         identity=Brightness(), strong_judge=None)
+    result = audit_image(image, variant="ptq-int8", attribute="Smiling", target=1, settings=TINY, teacher=teacher,
+                         student=same_as(teacher), generator=tiny_generator, identity=Brightness(), strong_judge=None)
     expected = 10 * abs(float(result.teacher_counterfactual.double().mean()) - float(image.double().mean()))
     identity = result.identity
     assert identity.teacher_distance == pytest.approx(expected) == identity.student_distance  # same recourse
@@ -301,8 +304,8 @@ def test_a_missing_strong_judge_and_identity_are_said_not_hidden(teacher, image,
     from recourse.render.text import audit_line
 
     monkeypatch.setattr(recourse.paths, "strong_judge_dir", lambda: tmp_path / "strong-judge")  # not trained
-    result = audit_image(image, "ptq-int8", "Smiling", 1, TINY, teacher, same_as(teacher), tiny_generator,
-                         judge=teacher)
+    result = audit_image(image, variant="ptq-int8", attribute="Smiling", target=1, settings=TINY, teacher=teacher,
+                         student=same_as(teacher), generator=tiny_generator, judge=teacher)
     assert result.strong_judge is None and result.identity is None
     assert result.missing["strong_judge"] == "not trained"
     assert "16-px faces" in result.missing["identity"]  # dlib is calibrated at 64 px; tiny models see 16
@@ -311,8 +314,9 @@ def test_a_missing_strong_judge_and_identity_are_said_not_hidden(teacher, image,
     line = audit_line(result)
     assert "strong judge: not trained" in line and "identity kept in x'_f / x'_g: not measured" in line
 
-    strong = audit_image(image, "ptq-int8", "Smiling", 1, TINY, teacher, same_as(teacher), tiny_generator,
-                         judge=teacher, strong_judge=Constant(), identity=Brightness())
+    strong = audit_image(image, variant="ptq-int8", attribute="Smiling", target=1, settings=TINY, teacher=teacher,
+                         student=same_as(teacher), generator=tiny_generator, judge=teacher, strong_judge=Constant(),
+                         identity=Brightness())
     assert torch.equal(strong.teacher_counterfactual, result.teacher_counterfactual)  # neither ever guides
     assert strong.strong_judge.sees_teacher_change is False and strong.missing == {}
     assert "strong judge on x&#x27;_f" in value_cards(strong) and "stronger judge, radius 3" in evidence_table(strong)
@@ -330,18 +334,19 @@ def test_a_strong_judge_still_in_training_is_said_so_and_a_finished_one_is_used(
     folder = tmp_path / "strong-judge"
     monkeypatch.setattr(recourse.paths, "strong_judge_dir", lambda: folder)
     monkeypatch.setattr(models, "strong_judge_dir", lambda: folder)
-    arguments = (image, "ptq-int8", "Smiling", 1, TINY, teacher, same_as(teacher), tiny_generator)
+    arguments = dict(variant="ptq-int8", attribute="Smiling", target=1, settings=TINY, teacher=teacher,
+                     student=same_as(teacher), generator=tiny_generator)
     history = [{"epoch": e, "train_loss": 0.5, "val_accuracy": 80.0} for e in (1, 2, 3)]
     save_classifier(tiny_classifier(), folder, {"train_config": {"epochs": 10}, "history": history[:1]})
     models.load_strong_judge.cache_clear()
-    early = audit_image(*arguments, judge=teacher)
+    early = audit_image(image, **arguments, judge=teacher)
     assert early.strong_judge is None and early.missing["strong_judge"] == "in training (epoch 1 of 10)"
     assert value_cards(early).count(">in training (epoch 1 of 10)<") == 2
 
     save_classifier(tiny_classifier(), folder, {"train_config": {"epochs": 3}, "history": history})
     models.load_strong_judge.cache_clear()
     try:
-        done = audit_image(*arguments, judge=teacher)
+        done = audit_image(image, **arguments, judge=teacher)
     finally:
         models.load_strong_judge.cache_clear()  # the next test must not see this tiny judge
     assert done.strong_judge is not None and "strong_judge" not in done.missing, done.missing
@@ -358,7 +363,7 @@ def test_committed_models_audit_a_gallery_face():
 
     image = torch.from_numpy(np.array(Image.open(GALLERY_FACE).convert("RGB"))).permute(2, 0, 1).float() / 255
     fast = AuditSettings(CounterfactualConfig(steps=10, finish_steps=20))
-    result = audit_image(image, "ptq-int8", "Smiling", settings=fast)
+    result = audit_image(image, variant="ptq-int8", attribute="Smiling", settings=fast)
     teacher, student = models.load_teacher(), models.load_student("ptq-int8")
     assert models.load_teacher() is teacher  # loaded once, shared
     with torch.no_grad():
@@ -411,7 +416,8 @@ def test_the_near_boundary_gallery_face_is_said_to_be_on_the_boundary():
 
     face = Path(__file__).parent / "data" / "generated-seed-21.png"
     image = torch.from_numpy(np.array(Image.open(face).convert("RGB"))).permute(2, 0, 1).float() / 255
-    result = audit_image(image, "ptq-int8", "Smiling")
+    # the minimal recourse (margin 0, no stops): both edits stop where the decision flips
+    result = audit_image(image, variant="ptq-int8", attribute="Smiling", settings=AuditSettings())
     assert abs(result.face_logit) < 0.1
     assert "already sits on the full-precision model's decision boundary" in result.verdict
     assert "%" not in result.verdict.split(". The robust judge")[0]

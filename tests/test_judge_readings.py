@@ -59,7 +59,8 @@ def test_an_audit_shows_the_judges_trained_elsewhere_in_its_evidence():
     from recourse.render.audit_html import evidence_table
 
     face = app.framed_tensor(np.asarray(Image.open(app.gallery_faces()[0][0]).convert("RGB")))
-    result = audit_image(face, "ptq-int8", "Smiling", settings=app.settings_from(20, 40, 0, 0.0, "denoised", 2, 1.0))
+    result = audit_image(face, variant="ptq-int8", attribute="Smiling",
+                         settings=app.settings_from(20, 40, 0, 0.0, "denoised", 2, 1.0))
     names = {reading.judge for reading in result.judge_readings}
     assert {"fer-happy (FER-2013)", "mouth-geometry (dlib 68 landmarks)"} <= names
     assert all(reading.independent for reading in result.judge_readings)

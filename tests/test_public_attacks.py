@@ -653,7 +653,7 @@ def test_the_public_html_report_carries_no_library_versions(monkeypatch, tmp_pat
 
     face = app.framed_tensor(np.asarray(Image.open(app.gallery_faces()[0][0]).convert("RGB")))
     settings = app.settings_from(20, 40, 0, 0.0, "denoised", 2, 1.0)
-    result = audit_image(face, "ptq-int8", "Smiling", settings=settings)
+    result = audit_image(face, variant="ptq-int8", attribute="Smiling", settings=settings)
     result = replace(result, versions={"torch": "VERSION-MARK-1", "gradio": "VERSION-MARK-2"})
     monkeypatch.setattr(storage, "EXPORTS", tmp_path / "exports")
     for public in (True, False):

@@ -35,8 +35,8 @@ def test_scan_folder_ranks_and_a_listed_image_reproduces_its_row(hq_folder, tiny
     assert ranked == sorted(ranked, key=lambda d: (d is None, -(d or 0.0)))  # worst first, undefined last
     for case in cases:
         assert case.divergence == divergence_score(case.recourse, case.face_logit)
-        single = audit_image(case.image, "ptq-int8", "Smiling", None, TINY, teacher, student, tiny_generator,
-                             judge=judge)
+        single = audit_image(case.image, variant="ptq-int8", attribute="Smiling", settings=TINY, teacher=teacher,
+                             student=student, generator=tiny_generator, judge=judge)
         assert single.predictions.target == case.target and single.recourse == case.recourse
         assert case.judge is not None and single.judge == case.judge  # the row's judge view is the audit's
     # a student that negates the audited logit rejects every valid recourse of the teacher

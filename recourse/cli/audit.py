@@ -71,23 +71,6 @@ def _loaded_pair(args: argparse.Namespace, name: str, teacher, student):
     return teacher, student, models.load_generator()
 
 
-def _instruments(teacher) -> dict:
-    """The judges and dlib's face descriptor, resolved once before the first photo and given to
-    every audit: left to each audit, the stronger judge's folder is read again for every photo
-    (whether its training has finished). One that is not there is left to the library, which
-    says why in each audit's ``missing``."""
-    from recourse.audit_instruments import (
-        COMMITTED, model_resolution, resolve_identity, resolve_judge, resolve_strong_judge,
-    )
-
-    resolution = model_resolution(teacher)
-    strong_judge, _ = resolve_strong_judge(COMMITTED, resolution)
-    identity, _ = resolve_identity(COMMITTED, resolution)
-    return {"judge": resolve_judge(COMMITTED, resolution),  # None where there is none: the audit says nothing else
-            "strong_judge": COMMITTED if strong_judge is None else strong_judge,
-            "identity": COMMITTED if identity is None else identity}
-
-
 def _audit_one(args: argparse.Namespace, image: str, name: str, settings, loaded, instruments: dict,
                black_box) -> dict:
     """Audit one photo, print what the app shows in words, and return its JSON record."""
@@ -99,8 +82,8 @@ def _audit_one(args: argparse.Namespace, image: str, name: str, settings, loaded
 
     teacher, student, generator = loaded
     before = (black_box.forward_passes, black_box.estimates) if black_box is not None else None
-    result = audit_image(Path(image), name, args.attribute, args.target, settings, teacher=teacher, student=student,
-                         generator=generator, **instruments)
+    result = audit_image(Path(image), variant=name, attribute=args.attribute, target=args.target, settings=settings,
+                         teacher=teacher, student=student, generator=generator, **instruments)
     if black_box is not None:
         print(black_box_line(name, black_box.forward_passes - before[0], black_box.estimates - before[1]))
     print(audit_line(result))
@@ -126,6 +109,7 @@ def _add_json_line(path: str | None, record: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from recourse.audit_instruments import shared_instruments
     from recourse.paired import share_cores_between_paired_edits
     from recourse.paths import writable_folder
 
@@ -135,7 +119,7 @@ def run(args: argparse.Namespace) -> int:
     settings = _single_face_settings(args)
     name, teacher, student, black_box = _audited_pair(args)  # committed, or an auditor's own by their cards
     loaded = _loaded_pair(args, name, teacher, student)
-    instruments = _instruments(loaded[0])
+    instruments = shared_instruments(loaded[0])  # resolved once, for every photo
     _start_json_lines(args.json)
     several, failed, written = len(args.images) > 1, [], 0
     for number, (image, own_file) in enumerate(zip(args.images, out_dir_paths(args.out_dir, args.images)), 1):

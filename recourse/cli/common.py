@@ -212,7 +212,7 @@ def _counterfactual_config(args: argparse.Namespace, base=None):
 def _single_face_settings(args: argparse.Namespace):
     """An audit's or a scan's settings: the generator's options given, the picture at --margin
     (default the visible stop), the numbers at --numbers-at."""
-    from recourse.audit import product_settings
+    from recourse.audit_result import product_settings
     from recourse.generation import CounterfactualConfig
 
     counterfactual = _counterfactual_config(args, CounterfactualConfig())

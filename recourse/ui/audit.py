@@ -236,7 +236,8 @@ class AuditTab:
         in_time = deadline(time.perf_counter(), limits.AUDIT_SECONDS, "audit",
                            "lower the steps (Generator settings) or the margin")
         try:
-            for step in audit_steps(image, variant, attribute, wanted, settings, **models, check=in_time):
+            for step in audit_steps(image, variant=variant, attribute=attribute, target=wanted, settings=settings,
+                                    **models, check=in_time):
                 progress(step.fraction, desc=step.stage)
                 in_time(step.stage)
                 p = step.predictions

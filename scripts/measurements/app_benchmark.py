@@ -27,6 +27,7 @@ import torch
 from PIL import Image
 
 from recourse.audit import audit_image
+from recourse.audit_result import AuditSettings
 from recourse.generation import CounterfactualConfig
 from recourse.generation.denoised import REFERENCE_VIEWS
 from recourse.models import VARIANTS
@@ -56,11 +57,13 @@ def in_process(variant: str, repeats: int) -> None:
     share_cores_between_paired_edits()  # as the app does at start-up
     faces = [torch.from_numpy(np.array(Image.open(p).convert("RGB"))).permute(2, 0, 1).float() / 255
              for p in sorted(GALLERY.glob("*.png"))]
-    audit_image(faces[0], variant, "Smiling")  # load and warm up
+    # the minimal recourse (margin 0, no stops): the settings the guide's in-process timings were measured at
+    minimal = AuditSettings()
+    audit_image(faces[0], variant=variant, attribute="Smiling", settings=minimal)  # load and warm up
     stages: dict[str, list[float]] = {}
     for i in range(repeats):
         REFERENCE_VIEWS.clear()  # each audit from cold, as a new face is (the warm-up's face comes again)
-        result = audit_image(faces[i % len(faces)], variant, "Smiling")
+        result = audit_image(faces[i % len(faces)], variant=variant, attribute="Smiling", settings=minimal)
         for name, seconds in result.seconds.items():
             stages.setdefault(name, []).append(seconds)
     print(f"in process, {repeats} audits of gallery faces ({variant}, Smiling, default settings, "
