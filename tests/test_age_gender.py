@@ -45,6 +45,7 @@ def test_expected_age_weighs_the_81_classes_by_their_years():
     assert expected_age(probabilities) == pytest.approx([0.25, 30.0, 30.0])
 
 
+@pytest.mark.slow
 def test_a_blank_frame_has_no_face_and_scores_nan():
     result = age_gender.scores(torch.full((2, 3, 64, 64), 0.5))
     assert set(result) == {"Young", "Male"}
@@ -79,6 +80,7 @@ def test_the_judge_is_registered():
     assert set(entry.scores(torch.full((1, 3, 64, 64), 0.5))) == {"Young", "Male"}
 
 
+@pytest.mark.slow
 @pytest.mark.requires("hq_data")
 def test_real_faces_are_found_and_scored_deterministically_whatever_the_batch(val_faces):
     images = val_faces[0][:6]
@@ -92,6 +94,7 @@ def test_real_faces_are_found_and_scored_deterministically_whatever_the_batch(va
     assert ((first.age > 0) & (first.age < 81)).all() and ((first.male >= 0) & (first.male <= 1)).all()
 
 
+@pytest.mark.slow
 @pytest.mark.requires("hq_data")
 def test_the_age_is_the_mean_over_its_views_and_a_mirrored_face_reads_alike(val_faces):
     images = val_faces[0][:4]
@@ -106,6 +109,7 @@ def test_the_age_is_the_mean_over_its_views_and_a_mirrored_face_reads_alike(val_
     assert np.abs(estimate(images.flip(-1)).age - estimate(images).age).max() < 2.5
 
 
+@pytest.mark.slow
 @pytest.mark.requires("hq_data")
 def test_on_real_faces_it_separates_young_and_male(val_faces):
     images, young, male = val_faces

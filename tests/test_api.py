@@ -57,6 +57,7 @@ def test_audit_image_defaults_to_the_products_settings():
 # --- one face: the API, the command line and the app ------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_api_the_cli_and_the_app_give_one_audit(project_home, tmp_path):
     """On a tiny home, at everyone's default settings: the same verdict and the same values."""
     import app

@@ -40,6 +40,7 @@ def no_progress(*args, **kwargs) -> None:
 # --- in this process, on a tiny home --------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_the_app_shows_a_recourse_that_changes_nothing(project_home):
     """A generator that edits nothing and a target both models already decide: the value cards
     and the verdict say why CRG_i and DirSim_i are undefined, and the exports are strict JSON."""
@@ -80,6 +81,7 @@ def test_the_app_shows_a_recourse_that_changes_nothing(project_home):
     ("pca-walk-cone", {"steps": 4, "guidance": 30}, {"finish_steps": 4, "cone_degrees": 30.0}),
     ("denoised", {"edit_steps": 3, "sigma": 0.3}, {"edit_steps": 3, "sigma": 0.3}),
 ])
+@pytest.mark.slow
 def test_the_method_choice_reaches_the_audit_and_its_exports(project_home, method, screen, recorded):
     """The chosen method and its own settings are what the audit ran with, and the JSON and
     HTML exports record them (AuditSettings.to_dict holds the whole config)."""

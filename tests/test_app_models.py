@@ -41,6 +41,7 @@ def audit(variant_card, model_card="", attribute="Smiling") -> dict:
     return steps[-1]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant_format", ["torch-export", "onnx"])
 def test_your_models_are_audited_and_offer_only_their_attributes(tmp_path: Path, variant_format: str) -> None:
     assert not app.PUBLIC
@@ -70,6 +71,7 @@ def test_your_models_are_audited_and_offer_only_their_attributes(tmp_path: Path,
     assert all(f"&quot;{name}&quot;" in report for name in both)  # the check can see a name in the report
 
 
+@pytest.mark.slow
 def test_your_models_against_the_committed_classifier_show_only_the_variants_attributes(tmp_path: Path) -> None:
     variant = save_different(tmp_path / "q", "torch-export")
     final = audit(str(variant))
@@ -86,6 +88,7 @@ def scan(variant_card, model_card="", attribute="Smiling", count=2):
                                   progress=no_progress))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant_format", ["torch-export", "onnx"])
 def test_find_failures_ranks_your_models(tmp_path: Path, variant_format: str) -> None:
     model = save_different(tmp_path / "fp", "safetensors")
@@ -98,6 +101,7 @@ def test_find_failures_ranks_your_models(tmp_path: Path, variant_format: str) ->
         assert "is a black box:" in status and "forward passes" in status
 
 
+@pytest.mark.slow
 def test_find_failures_refuses_what_your_models_do_not_predict_and_bad_cards(tmp_path: Path) -> None:
     variant = save_different(tmp_path / "q", "onnx")
     with pytest.raises(gr.Error, match="does not predict Eyeglasses"):
@@ -108,6 +112,7 @@ def test_find_failures_refuses_what_your_models_do_not_predict_and_bad_cards(tmp
         scan("", str(variant))
 
 
+@pytest.mark.slow
 def test_an_attribute_your_models_do_not_predict_is_refused(tmp_path: Path) -> None:
     variant = save_different(tmp_path / "q", "onnx")
     with pytest.raises(gr.Error, match="does not predict Eyeglasses"):

@@ -64,6 +64,7 @@ def test_a_public_app_ranks_the_gallery(public_client):
     assert "ptq-int4" in status and "Smiling" in status and "margin 0" in status
 
 
+@pytest.mark.slow
 @pytest.mark.requires("committed_variants")
 def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduces_its_row():
     import app
@@ -176,6 +177,7 @@ def test_the_api_names_its_outputs_and_offers_a_face_as_the_example():
     assert not str(example).startswith(str(ROOT))  # no server path on the API page
 
 
+@pytest.mark.slow
 @pytest.mark.requires("committed_variants")
 def test_display_pictures_draw_the_edit_on_the_photos_own_crop():
     import app
@@ -242,6 +244,7 @@ def test_a_broken_variant_is_listed_and_the_rest_work(tmp_path):
     assert "variant cf-ptq: not built yet" in text
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("run", ["test split, registered run (region edit)", "validation margin sweep, region edit",
                                  "test split, denoised generator",
                                  "validation margin sweep, denoised generator", "test split, cone walk (superseded)",

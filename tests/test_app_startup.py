@@ -75,6 +75,7 @@ def test_nothing_waits_when_no_loading_was_started():
     assert after_loading(lambda: "choices", loading=loading)() == "choices"
 
 
+@pytest.mark.slow
 def test_an_event_waits_for_the_loading_and_says_so():
     gate = Gate()
     loading = started(gate)

@@ -355,6 +355,7 @@ def test_a_strong_judge_still_in_training_is_said_so_and_a_finished_one_is_used(
 # --- the committed models ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.requires("committed_variants")
 def test_committed_models_audit_a_gallery_face():
     from PIL import Image
@@ -406,6 +407,7 @@ def test_the_verdict_quotes_no_ratio_below_the_noise_floor(values, face_logit, e
         assert absent not in said and not compared(image_recourse(*values), face_logit)
 
 
+@pytest.mark.slow
 @pytest.mark.requires("committed_variants")
 def test_the_near_boundary_gallery_face_is_said_to_be_on_the_boundary():
     """A face sampled from the generator (seed 21, once in the gallery, kept under tests/data):

@@ -25,6 +25,7 @@ def evaluate(generator, store=None):
                                            ("Smiling",), FAST, batch_size=3, timing_samples=1, store=store)
 
 
+@pytest.mark.slow
 def test_a_resumed_run_reports_what_an_uninterrupted_one_does(tiny_generator, tmp_path):
     whole = evaluate(tiny_generator)
     first = BatchStore(tmp_path, RUN)

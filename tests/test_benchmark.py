@@ -147,6 +147,7 @@ def _comparable(report: dict) -> list[dict]:
     return [{k: v for k, v in row.items() if not k.startswith("latency")} for row in report["rows"]]
 
 
+@pytest.mark.slow
 def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_path):
     out = tmp_path / "bench"
     result = run_benchmark(BenchmarkConfig(out=out, **tiny_setup))
@@ -198,6 +199,7 @@ def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_p
     assert len(list((out / "cache").glob("ptq-int4-*"))) == 6
 
 
+@pytest.mark.slow
 def test_a_shifted_run_takes_later_tasks_and_shares_their_chunks(tiny_setup, tmp_path):
     out = tmp_path / "bench"
     settings = replace(tiny_setup["settings"], margins=())

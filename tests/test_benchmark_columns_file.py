@@ -52,6 +52,7 @@ def _rewrite(path: Path, **changed: np.ndarray) -> None:
     np.savez_compressed(path, **{**arrays, **changed})
 
 
+@pytest.mark.slow
 def test_a_run_saves_its_columns_and_recomputes_its_claims_from_them(tmp_path, capsys):
     path = tiny_run(tmp_path)
     record = json.loads(path.read_text())
@@ -72,6 +73,7 @@ def test_a_run_saves_its_columns_and_recomputes_its_claims_from_them(tmp_path, c
     assert check_run(legacy)[2] == []
 
 
+@pytest.mark.slow
 def test_a_changed_column_or_record_is_found(tmp_path, capsys):
     path = tiny_run(tmp_path)
     columns = tmp_path / COLUMNS_FILE
@@ -102,6 +104,7 @@ def test_a_changed_column_or_record_is_found(tmp_path, capsys):
     assert [p.split(":")[0] for p in check_run(fresh)[2]] == ["record.claims[0].p"]
 
 
+@pytest.mark.slow
 def test_a_columns_file_is_never_unpickled_and_a_run_without_one_is_said(tmp_path, capsys):
     path = tiny_run(tmp_path)
     columns = tmp_path / COLUMNS_FILE

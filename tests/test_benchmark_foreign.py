@@ -39,6 +39,7 @@ def _int8_copy(float_folder: Path, folder: Path) -> Path:
     return folder
 
 
+@pytest.mark.slow
 def test_cards_are_rows_and_int8_is_timed_against_its_float_original(tiny_setup, tmp_path):  # noqa: F811
     fp32 = _named(save_different(tmp_path / "fp32-onnx", "onnx"), "different-fp32")
     int8 = _int8_copy(fp32, tmp_path / "int8-onnx")
@@ -74,6 +75,7 @@ def test_latency_pairs_each_quantized_model_with_a_float_one_of_its_runtime():
     assert row.speedup == 4.0 and row.to_dict()["speedup"] == 4.0
 
 
+@pytest.mark.slow
 def test_card_names_must_be_distinct_rows(tiny_setup, tmp_path):  # noqa: F811
     first = save_different(tmp_path / "a", "onnx")
     second = save_different(tmp_path / "b", "onnx")  # the same card name, "different"

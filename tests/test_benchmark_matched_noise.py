@@ -75,6 +75,7 @@ def _teacher_and_students():
     return teacher, {name: Student(name, model, model) for name, model in students.items()}
 
 
+@pytest.mark.slow
 def test_each_matched_floor_s_draws_have_their_own_sigma_matched_to_their_variant_s_agreement():
     from recourse.benchmark.run import noise_controls
 
@@ -216,6 +217,7 @@ def test_a_variant_s_tost_is_read_against_its_own_floor_and_the_floor_has_no_tes
     assert (claim.difference, claim.p, claim.margin) == (recorded["estimate"], recorded["p"], recorded["margin"])
 
 
+@pytest.mark.slow
 def test_the_matched_floor_replaces_one_tost_so_every_other_claim_is_as_without_it():
     without = claims(list(_families(list(RATES)).values()))
     found = claims(list(_families([*RATES, *MATCHED]).values()))
@@ -232,6 +234,7 @@ def test_the_matched_floor_replaces_one_tost_so_every_other_claim_is_as_without_
             assert after[key].p == claim.p or (math.isnan(claim.p) and math.isnan(after[key].p)), key
 
 
+@pytest.mark.slow
 def test_a_matched_floor_has_no_semantic_claim():
     families = _families([*RATES, *MATCHED], judged=True)
     assert families["fp32-noise@ptq-int8"].semantic  # measured and shown ...
@@ -275,6 +278,7 @@ def test_the_setting_is_validated_recorded_and_not_a_chunk_key():
             BenchmarkSettings(matched_noise=bad)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["benchmark-denoised.json", "results/val-sweep-denoised.json",
                                   "results/dirsim-references-val.json", "archive/benchmark-reference.json"])
 def test_the_committed_records_read_back_without_it(name):

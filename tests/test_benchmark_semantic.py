@@ -277,6 +277,7 @@ def test_a_run_with_a_registered_family_recomputes_its_claims_from_its_columns(t
 # --- records and caches made before the readings ------------------------------------------------
 
 
+@pytest.mark.slow
 def test_records_and_columns_without_readings_read_and_write_as_before(tmp_path):
     records = random_records({"g": 0.3, "ptq-int4": 0.1}, tasks=20)
     settings = BenchmarkSettings(n=20, attributes=("Smiling", "Bangs"), seen_attributes=("Smiling",),
@@ -374,6 +375,7 @@ def test_the_command_line_reads_the_registered_family():
     assert settings.primary_family == RegisteredFamily.from_file(path)
 
 
+@pytest.mark.slow
 def test_a_run_reads_each_models_own_recourse_and_recomputes_the_registered_claims(
         tiny_setup, tmp_path, monkeypatch):
     from recourse.benchmark import BenchmarkConfig, run_benchmark
@@ -403,6 +405,7 @@ def test_a_run_reads_each_models_own_recourse_and_recomputes_the_registered_clai
         "registration.json"
 
 
+@pytest.mark.slow
 def test_the_judges_framing_is_the_audits_and_every_entry_point_imports_first(tmp_path):
     """semantic.py keeps its own copy of the framing to stay out of an import cycle: the copy must
     agree, and each module must import first in a fresh interpreter (the cycle bites only in one order)."""

@@ -150,6 +150,7 @@ def test_one_seed_against_one_is_normal_and_a_self_comparison_is_zero():
     assert itself.tests["vd"].p == 1.0
 
 
+@pytest.mark.slow
 def test_family_rows_give_a_reference_pair_and_a_floor_pair_the_same_test_in_both_orders():
     rates = {"ptq-int4": 0.1, "cfq-qat-norecourse": 0.15, "cfq-qat-norecourse-s1": 0.25,
              "cfq-qat-norecourse-s2": 0.05, "fp32-noise": 0.02, "fp32-noise-s1": 0.05, "fp32-noise-s2": 0.03,

@@ -22,6 +22,7 @@ def models(tmp_path):
     return ["--classifier", str(tmp_path / "classifier"), "--generator", str(tmp_path / "generator")]
 
 
+@pytest.mark.slow
 def test_the_command_writes_a_page_its_pairs_and_its_key_outside_the_repository(hq_folder, models, tmp_path,
                                                                                  capsys):
     root, _ = hq_folder
@@ -92,6 +93,7 @@ def test_a_missing_data_folder_and_an_existing_key_are_refused(tmp_path, capsys)
     assert (tmp_path / "set" / "key.json").read_text() == "{}"
 
 
+@pytest.mark.slow
 def test_faces_of_the_mixed_in_pairs_are_left_out_of_the_draw(hq_folder, models, tmp_path, capsys):
     from recourse.data import load_split
 

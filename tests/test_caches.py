@@ -65,6 +65,7 @@ def _rerun_warns(bench, cache: Path, match: str, fingerprints=None) -> list[dict
         return _run(bench, cache, fingerprints)
 
 
+@pytest.mark.slow
 def test_parts_carry_their_count_key_and_checksum(first_run):
     cache, _ = first_run
     part = json.loads((cache / "s-000002-s0.json").read_text())
@@ -78,6 +79,7 @@ def test_parts_carry_their_count_key_and_checksum(first_run):
     assert len(metadata["sha256"]) == 64
 
 
+@pytest.mark.slow
 def test_an_edited_student_part_is_recomputed_not_used(bench, first_run):
     """The issue's attack: one flipped value in a part turned VD from 0.0 into 50.0."""
     cache, records = first_run
@@ -95,12 +97,14 @@ def test_an_edited_student_part_is_recomputed_not_used(bench, first_run):
     (lambda p: p.write_text(json.dumps({**json.loads(p.read_text()), "tasks": 1})), "its tasks is 1, expected 2"),
     (lambda p: p.write_text((p.parent / "s-000002-s0.json").read_text()), "its first_task is 2, expected 0"),
 ])
+@pytest.mark.slow
 def test_damaged_student_parts_are_recomputed(bench, first_run, damage, message):
     cache, records = first_run
     damage(cache / "s-000000-s0.json")
     assert _rerun_warns(bench, cache, message) == records
 
 
+@pytest.mark.slow
 def test_an_edited_teacher_part_is_recomputed_not_used(bench, first_run):
     cache, records = first_run
     path = cache / "fp32-000000-f0.safetensors"
@@ -119,12 +123,14 @@ def test_an_edited_teacher_part_is_recomputed_not_used(bench, first_run):
     (lambda p: p.write_bytes((p.parent / "fp32-000002-f0.safetensors").read_bytes()), "its first_task is '2'"),
     (lambda p: save_file(load_file(str(p)), str(p)), "its tasks is None"),  # no metadata: an older format
 ])
+@pytest.mark.slow
 def test_damaged_teacher_parts_are_recomputed(bench, first_run, damage, message):
     cache, records = first_run
     damage(cache / "fp32-000000-f0.safetensors")
     assert _rerun_warns(bench, cache, message) == records
 
 
+@pytest.mark.slow
 def test_a_part_renamed_to_another_key_is_not_used(bench, first_run):
     cache, records = first_run
     for path in cache.glob("s-*-s0.json"):
@@ -308,6 +314,7 @@ def _run_kept(bench, cache: Path, kept: Path) -> list[dict]:
                         kept_dir=kept)
 
 
+@pytest.mark.slow
 def test_a_run_goes_on_from_its_kept_parts_without_the_teachers_pictures(bench, tmp_path, monkeypatch):
     from recourse.benchmark import tasks
 
@@ -326,6 +333,7 @@ def test_a_run_goes_on_from_its_kept_parts_without_the_teachers_pictures(bench, 
     assert _run_kept(bench, tmp_path / "next-session-cache", tmp_path / "kept") == records
 
 
+@pytest.mark.slow
 def test_a_chunk_lacking_a_kept_part_makes_the_teachers_part_again_and_keeps_the_others(bench, tmp_path):
     first = _run_kept(bench, tmp_path / "cache", tmp_path / "kept")
     (tmp_path / "kept" / "s-000002-s0.json").unlink()  # the session ended inside this chunk
@@ -334,6 +342,7 @@ def test_a_chunk_lacking_a_kept_part_makes_the_teachers_part_again_and_keeps_the
     assert not (tmp_path / "next-session-cache" / "fp32-000000-f0.safetensors").exists()
 
 
+@pytest.mark.slow
 def test_kept_parts_made_against_other_counterfactuals_are_made_again(bench, tmp_path):
     from recourse.benchmark.tasks import keep_teacher_summary
 

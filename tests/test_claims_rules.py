@@ -65,6 +65,7 @@ def test_zero_against_zero_is_no_difference_claim_but_its_tost_stays():
     assert tost.difference == 0.0 and tost.high > 0 and 0 < tost.p < 1
 
 
+@pytest.mark.slow
 def test_a_pair_of_references_and_a_pair_of_floors_count_once():
     rates = {"g": 0.3, "ptq-int4": 0.1, "cfq-qat-norecourse": 0.15, "cfq-qat-norecourse-s1": 0.2,
              "fp32-noise": 0.05, "fp32-noise-s1": 0.02, "fp32-ref-seed1": 0.25}

@@ -75,6 +75,7 @@ def test_errors_are_one_clear_line(args, message, capsys):
     assert message in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_counterfactual_command_writes_three_panels(tmp_path, capsys):
     from PIL import Image
 
@@ -115,6 +116,7 @@ def test_quantize_command_saves_a_loadable_variant(hq_folder, tiny_checkpoint, t
     assert variant.integer is not None and variant.details["command"].startswith("python -m recourse quantize")
 
 
+@pytest.mark.slow
 def test_quantize_cf_ptq_makes_the_teachers_recourse_points_once(hq_folder, tmp_path, tiny_generator, bright_checkpoint):
     """The real recourse points (the teacher's counterfactuals, seconds of work), made once."""
     from recourse.compression import load_variant
@@ -200,6 +202,7 @@ def portrait() -> Path:
     return Path(matplotlib.get_data_path()) / "sample_data" / "grace_hopper.jpg"
 
 
+@pytest.mark.slow
 def test_audit_command_reports_a_recourse_that_changes_nothing(project_home, tmp_path, capsys):
     """The home's generator edits nothing and the target is what both models already decide:
     CRG_i and DirSim_i are undefined, which the command prints and files instead of crashing."""
@@ -237,6 +240,7 @@ def test_audit_command_reports_a_recourse_that_changes_nothing(project_home, tmp
     (["--variant", "kd-quant", "--attribute", "Smiling"], "variant 'kd-quant' is not available"),
     (["--variant", "ptq-int8", "--attribute", "Smiling", "--target", "2"], None),  # refused by the parser
 ])
+@pytest.mark.slow
 def test_audit_command_errors_exit_2_with_a_message(project_home, capsys, arguments, message):
     build_home(project_home, tiny_classifier(seed=0), still_generator(16))
     if message is None:

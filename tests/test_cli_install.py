@@ -154,6 +154,7 @@ def test_installed_package_outside_a_clone_looks_in_the_working_directory(tmp_pa
     assert "the working directory" in paths.home_message()
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("how", ["--variant", "--checkpoint"])
 def test_counterfactual_of_a_4_bit_variant(how, project_home, tmp_path, capsys):
     """Was 'unknown architecture None': a variant's folder read as a classifier's."""

@@ -27,6 +27,7 @@ def test_committed_checkpoints_are_small():
     assert total < 30 * 2**20
 
 
+@pytest.mark.slow
 @pytest.mark.requires("hq_data")
 @pytest.mark.parametrize("name", ["classifier", "oracle"])
 def test_committed_checkpoint_reproduces_its_recorded_test_accuracy(name):
@@ -65,6 +66,7 @@ def first_test_images():
     return to_float_images(load_split(HQ_DATA, "test", 64).images[:500])
 
 
+@pytest.mark.slow
 @pytest.mark.requires("hq_data")
 @pytest.mark.parametrize("method", METHOD_VARIANTS)
 def test_committed_variant_twin_agrees_with_its_integer_model(method, first_test_images):

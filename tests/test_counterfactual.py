@@ -157,6 +157,7 @@ def test_project_generator_round_trips(tmp_path, tiny_generator):
     assert json.loads((tmp_path / "generator" / "generator.json").read_text())["note"] == "test"
 
 
+@pytest.mark.slow
 def test_committed_generator_is_the_default(dark_images):
     # the default method on it: the committed generator carries a face denoiser at 64 px (few steps: fast)
     result = generate(dark_images[:1].clone().resize_(1, 3, 64, 64).uniform_(0, 1), BrightnessModel(), "Smiling", 1,

@@ -72,6 +72,7 @@ def test_an_empty_target_group_is_reported_as_missing_not_nan(tiny_generator):
     assert record["attributes"][0]["oracle_flip_rate_to_0"] is None
 
 
+@pytest.mark.slow
 def test_evaluate_counterfactuals_command_prints_a_missing_group(hq_folder, tmp_path, capsys):
     """The command line's table and JSON, with one attribute whose tasks all go one way."""
     from recourse.checkpoints import save_classifier

@@ -102,6 +102,7 @@ def test_majority_baseline_by_hand():
     np.testing.assert_allclose(majority_baseline(labels[:1], train_labels=labels), [1.0, 0.0])
 
 
+@pytest.mark.slow
 @pytest.mark.requires("hq_data")
 def test_real_hq_annotations_and_split_sizes():
     annotations = read_annotations(HQ_DATA / "CelebAMask-HQ-attribute-anno.txt")

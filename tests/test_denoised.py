@@ -72,6 +72,7 @@ def test_each_model_drives_its_own_edit_to_a_valid_recourse(generator):
     assert (Brightness()(less)[:, SMILING] < CONFIG.margin).all()
 
 
+@pytest.mark.slow
 def test_results_do_not_depend_on_batch_order_or_layout(generator):
     images = faces(3)
     model = Brightness()
@@ -182,6 +183,7 @@ class CountingDenoiser(nn.Module):
         return self.denoiser.denoise_signed(x, sigma)
 
 
+@pytest.mark.slow
 def test_a_second_model_on_the_same_task_reuses_the_reference_views_and_gets_the_same_numbers(generator, monkeypatch):
     monkeypatch.setattr(denoised, "REFERENCE_VIEWS", ReferenceViews())
     counting = CountingDenoiser(generator.face_denoiser)

@@ -1,5 +1,6 @@
 """The face denoiser and its training loop, on tiny generated images."""
 
+import pytest
 import json
 from dataclasses import replace
 
@@ -35,6 +36,7 @@ def test_psnr_of_an_exact_estimate_is_large_and_of_noise_is_small():
     assert (psnr(torch.zeros_like(x), torch.ones_like(x)) == 0).all()
 
 
+@pytest.mark.slow
 def test_training_writes_ema_weights_a_curve_and_resumes(tmp_path):
     state = tmp_path / "state"
     ema = train_denoiser(images(), images(4), state, TINY, metadata={"training_command": "test"})
@@ -61,6 +63,7 @@ def test_a_stop_request_saves_the_step_it_came_at(tmp_path):
     assert json.loads((ema / "training.json").read_text())["step"] == 5
 
 
+@pytest.mark.slow
 def test_a_run_can_start_from_saved_weights(tmp_path):
     ema = train_denoiser(images(), images(4), tmp_path / "a", TINY)
     saved = load_face_denoiser(ema)

@@ -77,6 +77,7 @@ def test_the_guide_turns_the_edit_within_the_cone(tiny_generator):
     assert bool(guided.valid.all())
 
 
+@pytest.mark.slow
 def test_the_same_pixels_give_the_same_counterfactual_in_any_batch(tiny_generator):
     images = torch.rand(5, 3, 16, 16, generator=torch.Generator().manual_seed(0)) * 0.5
     model = tiny_classifier(seed=2, gain=4.0)

@@ -153,6 +153,7 @@ def _iou(a, b):
     return width * height / union
 
 
+@pytest.mark.slow
 @pytest.mark.requires("hq_data")
 def test_real_hq_faces_are_framed_as_themselves():
     """CelebA-HQ test faces, enlarged inside a bigger photo, align back to their own frame."""
@@ -179,6 +180,7 @@ def test_large_rotated_photo_is_downscaled_and_rotated():
     assert aligned.face_box[2] > 1000  # coordinates are in the original photo's pixels
 
 
+@pytest.mark.slow
 @pytest.mark.requires("aligned_data")
 def test_real_celeba_photos_are_detected():
     names = sorted((ALIGNED_DATA / "img_align_celeba").iterdir())[:40]

@@ -128,6 +128,7 @@ def test_the_judge_is_registered():
     assert set(entry.scores(torch.full((1, 3, 64, 64), 0.5))) == {"Smiling"}
 
 
+@pytest.mark.slow
 @pytest.mark.requires("hq_data")
 def test_on_real_faces_happy_tells_smiles(val_faces):
     images, smiling = val_faces

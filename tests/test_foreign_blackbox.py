@@ -76,6 +76,7 @@ def differentiable(tmp_path_factory: pytest.TempPathFactory) -> ForeignClassifie
     return ForeignClassifier(load_foreign(save_different(tmp_path_factory.mktemp("zo"), "torch-export")))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("directions, least", [(None, 0.99), (96, 0.45)])
 def test_estimate_in_an_edit_space_matches_the_true_gradient(differentiable, directions, least) -> None:
     """The intended use: the gradient of a logit with respect to the coefficients ``z`` of a

@@ -25,6 +25,7 @@ from tests.foreign_models import (DIFFERENT_ATTRIBUTES, different_card, differen
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt, runtime", [("torch-export", "torch.export"), ("safetensors", "torch (safetensors)"),
                                           ("onnx", "onnxruntime")])
 def test_each_loader_gives_the_model(tmp_path: Path, fmt: str, runtime: str) -> None:
@@ -73,6 +74,7 @@ def test_nan_weights_refused(tmp_path: Path) -> None:
         load_foreign(tmp_path)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("fmt", ["torch-export", "onnx", "safetensors"])
 def test_output_count_not_matching_the_card(tmp_path: Path, fmt: str) -> None:
     save_different(tmp_path, fmt)
@@ -241,6 +243,7 @@ class _HandQuantized(torch.nn.Module):
         return torch.sigmoid(self.net.head(features.mean(dim=(2, 3))))
 
 
+@pytest.mark.slow
 def test_quantized_program_gets_a_straight_through_form(tmp_path: Path) -> None:
     """Without torchao: a program with quantize→dequantize pairs loads differentiable, with the
     very same values, and its gradient is the float model's wherever nothing was clipped."""

@@ -30,6 +30,7 @@ def test_differentiable_pair(tmp_path: Path) -> None:
     assert x.grad.abs().sum() > 0
 
 
+@pytest.mark.slow
 def test_black_box_variant_gets_a_zeroth_order_twin(tmp_path: Path) -> None:
     model = save_different(tmp_path / "fp", "torch-export")
     variant = save_different(tmp_path / "q", "onnx")
@@ -54,6 +55,7 @@ def test_edit_basis_is_the_face_basis_or_smooth_changes_without_one() -> None:
     assert edit_basis(SimpleNamespace(autoencoder=None)).shape == (3 * 8 * 8, 3, 64, 64)
 
 
+@pytest.mark.slow
 def test_attribute_either_model_lacks_is_refused(tmp_path: Path) -> None:
     variant = save_different(tmp_path / "q", "onnx")
     with pytest.raises(UnsupportedAttributeError, match="does not predict Eyeglasses"):
@@ -66,6 +68,7 @@ def test_is_card(tmp_path: Path) -> None:
     assert not is_card(tmp_path / "nothing") and not is_card(None) and not is_card(folder / "model.onnx")
 
 
+@pytest.mark.slow
 def test_command_line_refuses_model_without_variant_card(tmp_path: Path, capsys: pytest.CaptureFixture) -> None:
     folder = save_different(tmp_path / "m", "onnx")
     code = main(["audit", str(tmp_path / "face.png"), "--model", str(folder), "--variant", "ptq-int8",
@@ -75,6 +78,7 @@ def test_command_line_refuses_model_without_variant_card(tmp_path: Path, capsys:
     assert code == 2 and "does not predict Eyeglasses; it predicts Male, Smiling, Young" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("variant_format", ["torch-export", "onnx"])
 def test_scan_ranks_a_folder_for_a_foreign_pair(tmp_path: Path, hq_folder, variant_format: str,
                                                 capsys: pytest.CaptureFixture) -> None:
@@ -94,6 +98,7 @@ def test_scan_ranks_a_folder_for_a_foreign_pair(tmp_path: Path, hq_folder, varia
     assert (record["black_box_forward_passes"] is not None) == (variant_format == "onnx")
 
 
+@pytest.mark.slow
 def test_scan_refuses_an_attribute_the_foreign_model_lacks(tmp_path: Path, hq_folder,
                                                           capsys: pytest.CaptureFixture) -> None:
     root, _ = hq_folder

@@ -188,6 +188,7 @@ def test_hostile_program_refused_and_never_run(program: bytes, tmp_path: Path, c
     assert not marker.exists()
 
 
+@pytest.mark.slow
 def test_pickled_weight_runs_under_plain_torch_export_load(program: bytes, tmp_path: Path) -> None:
     """The attack above is real: torch 2.13's own loader runs the payload (in a child process)."""
     marker = tmp_path / "ran"

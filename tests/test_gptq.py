@@ -111,6 +111,7 @@ def layer_errors(variant, model, images) -> dict[str, tuple[float, float]]:
     return errors
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("bits", [2, 3, 4])
 def test_every_layer_moves_its_outputs_no_more_than_plain_rounding(model_and_images, bits):
     model, images = model_and_images
@@ -136,6 +137,7 @@ def test_variant_records_its_settings_and_keeps_the_ends_at_eight_bits(model_and
     assert all(set(e) == {"rounding", "gptq"} for e in variant.details["layer_output_error"].values())
 
 
+@pytest.mark.slow
 def test_gptq_weights_are_exactly_what_the_twin_stores_and_the_integer_model_runs(model_and_images, tmp_path):
     from recourse.compression import CompressionInputs
     from recourse.compression.gptq import gptq_quantization

@@ -50,6 +50,7 @@ def test_identity_result_counts_detections():
     assert result.threshold == DLIB_THRESHOLD
 
 
+@pytest.mark.slow
 def test_an_identical_pair_has_distance_zero_even_without_a_detected_face():
     # Smooth noise is no face: the detector misses it and the fallback box frames the landmarks,
     # yet the same pixels still give the same descriptor.

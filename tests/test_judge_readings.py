@@ -49,6 +49,7 @@ def test_without_a_calibration_file_there_are_no_readings(tmp_path):
     assert readings.calibrations(tmp_path / "absent.json") == ()
 
 
+@pytest.mark.slow
 @pytest.mark.requires("committed_variants")
 def test_an_audit_shows_the_judges_trained_elsewhere_in_its_evidence():
     import numpy as np

@@ -60,6 +60,7 @@ def test_a_missing_variant_is_named_with_the_command_that_makes_it(project_home)
     assert str(project_home) not in str(error.value)
 
 
+@pytest.mark.slow
 def test_the_home_models_are_loaded_once_and_shared(project_home):
     teacher = tiny_classifier(seed=4)
     build_home(project_home, teacher, make_generator(random_faces(64)), methods=("ptq-int8", "ptq-int4"))

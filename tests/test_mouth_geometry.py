@@ -55,6 +55,7 @@ def val_faces() -> tuple[torch.Tensor, np.ndarray, np.ndarray]:
     return hq_val_faces(FACES, 'Mouth_Slightly_Open', 'Smiling')
 
 
+@pytest.mark.slow
 @pytest.mark.requires("hq_data")
 def test_real_faces_get_the_same_landmarks_twice(val_faces):
     first = landmarks(val_faces[0][:4])

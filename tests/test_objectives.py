@@ -90,6 +90,7 @@ def test_unknown_objective_and_missing_inputs_are_refused(setting):
         CFQQATConfig(recourse_objective="kl")
 
 
+@pytest.mark.slow
 def test_cfq_qat_and_its_no_recourse_twin_share_calibration_and_bits(setting):
     teacher, originals, points, labels = setting
     made = {weight: quantize(teacher, CFQQATConfig(steps=4, batch_size=8, sensitivity_images=16, budget=4.0,
@@ -106,6 +107,7 @@ def test_cfq_qat_and_its_no_recourse_twin_share_calibration_and_bits(setting):
     assert any(not torch.equal(weights[0][k], weights[1][k]) for k in weights[0] if k.endswith("weight"))
 
 
+@pytest.mark.slow
 def test_fine_tuning_is_reproducible_and_leaves_the_global_generator_alone(setting):
     from recourse.compression.qat import fine_tune
 

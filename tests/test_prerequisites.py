@@ -31,6 +31,7 @@ def test_every_declared_prerequisite_is_known():
     assert {"hq_data", "chromium", "committed_variants"} <= used <= set(PREREQUISITES), used
 
 
+@pytest.mark.slow
 def test_the_run_lists_its_skips(tmp_path):
     """The pytest settings print each skip's reason at the end of a run (-rfEs)."""
     (tmp_path / "test_one.py").write_text("import pytest\n\ndef test_skipped():\n    pytest.skip('no chromium here')\n")
@@ -40,6 +41,7 @@ def test_the_run_lists_its_skips(tmp_path):
     assert "SKIPPED [1] " in done.stdout and "no chromium here" in done.stdout, done.stdout
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("full, ran", [("0", "1 passed, 1 deselected"), ("1", "2 passed")])
 def test_the_fast_tier_leaves_out_the_slow_tests_and_the_full_tier_runs_them(tmp_path, full, ran):
     (tmp_path / "conftest.py").write_text("from tests.conftest import pytest_collection_modifyitems, pytest_report_header\n")

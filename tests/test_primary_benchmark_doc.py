@@ -74,6 +74,7 @@ def _tables(title: str, name: str, record: dict) -> list[str]:
     return [f"### {title}", ""]
 
 
+@pytest.mark.slow
 def test_the_section_reads_the_registered_claims_and_the_judges(committed_run):
     text = "\n".join(primary_benchmark.section(committed_run, _tables))
     # the registration, its amendment, and the order the test below checks
@@ -95,6 +96,7 @@ def test_the_section_reads_the_registered_claims_and_the_judges(committed_run):
     assert "Wall time: 2.00 h on 2 cores in 2 segments, pauses left out (within the 3 h the benchmark is allowed)" in text
 
 
+@pytest.mark.slow
 def test_the_page_and_the_recomputation_read_the_same_record(committed_run, tmp_path):
     path = tmp_path / "assets" / "results" / primary_benchmark.RUN
     _, again, problems = check_run(path)

@@ -598,6 +598,7 @@ def test_an_unknown_method_from_a_client_is_refused_clearly(method):
             app.method.preprocess(method)  # through the server, the drop-down refuses it first
 
 
+@pytest.mark.slow
 def test_an_audit_past_its_wall_time_stops_after_the_stage(monkeypatch):
     import gradio as gr
 
@@ -610,6 +611,7 @@ def test_an_audit_past_its_wall_time_stops_after_the_stage(monkeypatch):
                            progress=lambda *a, **k: None))
 
 
+@pytest.mark.slow
 @pytest.mark.requires("committed_variants")
 def test_an_audit_yields_after_every_stage_so_a_gone_caller_stops_it():
     """Gradio stops iterating a generator at its next yield once the caller has gone; the
@@ -642,6 +644,7 @@ def test_public_records_leave_out_the_library_versions(monkeypatch):
     assert "versions" in app._shareable({"versions": {"torch": "2"}})
 
 
+@pytest.mark.slow
 @pytest.mark.requires("committed_variants")
 def test_the_public_html_report_carries_no_library_versions(monkeypatch, tmp_path):
     """Was: the JSON export and the raw output left the versions out, the HTML report did not."""
@@ -682,6 +685,7 @@ def test_a_broken_classifier_stops_the_app_with_a_message_and_exit_code(tmp_path
     assert "Traceback" not in done.stderr and str(home) not in done.stderr
 
 
+@pytest.mark.slow
 def test_public_mode_closes_the_direct_routes_and_bounds_the_queue():
     """The settings behind the server tests above, read from the app as a Space builds it."""
     probe = ("import app; q = app.demo._queue; "

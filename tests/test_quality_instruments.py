@@ -16,6 +16,7 @@ from tests.conftest import BrightnessModel, random_faces, still_generator
 FAST = CounterfactualConfig(method="pca-walk-cone", steps=10, noise_level=0.5, finish_steps=5)
 
 
+@pytest.mark.slow
 def test_unchanged_counterfactuals_keep_identity_and_sit_near_the_real_floor():
     faces = random_faces(8)
     faces[:4] //= 3  # dark: target 1

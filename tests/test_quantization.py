@@ -98,6 +98,7 @@ def test_weights_take_at_most_two_to_the_bits_values_per_channel(model_and_image
     assert most >= fewest  # the grid is used: more values than half the levels (int4) or than int4 allows (int8)
 
 
+@pytest.mark.slow
 def test_the_twin_and_a_saved_variant_decide_what_the_integer_model_decides(model_and_images, tmp_path):
     from recourse.compression import load_variant, save_variant
     from recourse.paired import Student
@@ -127,6 +128,7 @@ def config_id(config) -> str:
     return config.method + (f"-ends{ends}" if ends is not None else "")
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", ALL_METHODS, ids=config_id)
 def test_every_method_saves_compactly_and_reloads_with_identical_outputs(model_and_images, labels_and_points,
                                                                          config, tmp_path):
@@ -160,6 +162,7 @@ def test_every_method_saves_compactly_and_reloads_with_identical_outputs(model_a
         assert variant.seconds >= points.seconds  # making the recourse points counts in T_make
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", [MixedPrecQATConfig(steps=2, batch_size=8, sensitivity_images=16, budget=b)
                                     for b in (3.5, 4.0, 6.0)], ids=lambda c: f"budget-{c.budget}")
 def test_mixed_precision_stays_within_its_budget(model_and_images, labels_and_points, config):
@@ -244,6 +247,7 @@ def test_the_registry_lists_every_method_once_in_order():
         register(PTQInt8Config)(lambda config, inputs: None)
 
 
+@pytest.mark.slow
 def test_ptq_int4_with_eight_bit_ends_changes_only_the_first_and_last_layers(model_and_images):
     model, images = model_and_images
     plain = quantize(model, PTQInt4Config(calibration_images=32), images)
@@ -265,6 +269,7 @@ TWO_BITS = [MixedPrecQATConfig(steps=0, calibration_images=32, sensitivity_image
             GPTQConfig(calibration_images=32, hessian_images=32, bits=2, ends_bits=None)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("config", TWO_BITS, ids=lambda c: c.method)
 def test_two_bit_layers_pack_reload_and_decide_as_the_integer_model_does(model_and_images, labels_and_points, config,
                                                                         tmp_path):
@@ -328,6 +333,7 @@ def test_only_fixed_width_methods_take_ends_bits():
     (PTQInt4Config(calibration_images=32), "head.2", 8),  # no ends_bits: 4 everywhere
     (GPTQConfig(calibration_images=32, hessian_images=8, bits=3), "features.0", 3),
 ], ids=["ptq-middle", "ptq-end", "ptq-no-ends", "gptq-end"])
+@pytest.mark.slow
 def test_storage_refuses_widths_the_method_does_not_give_a_layer(model_and_images, tmp_path, config, layer, bits):
     import json
 

@@ -76,6 +76,7 @@ def test_the_page_hides_its_key_and_its_answers_score(tmp_path):
     assert score.altered_spotted == 100.0 and score.same_person == 100.0 and score.seen is None
 
 
+@pytest.mark.slow
 def test_the_pair_order_is_shuffled(tmp_path):
     page = rating_page(load_pairs(pairs_file(tmp_path, n=40)), 40, seed=0)
     sides = [task["counterfactual"] for task in page.key["tasks"]]
@@ -156,6 +157,7 @@ def method_pairs(method: str | None, n: int, seed: int, size: int = 16) -> dict:
     return pairs if method is None else {**pairs, "method": np.array([method] * n)}
 
 
+@pytest.mark.slow
 def test_merged_pairs_keep_their_methods_in_the_key_and_off_the_page(tmp_path):
     merged = merge_pairs([("runs/generated", method_pairs("zebra-method-one", 10, seed=1)),
                           ("elsewhere/quokka-generator.npz", method_pairs(None, 10, seed=2))])

@@ -277,6 +277,7 @@ def test_the_settings_travel_with_results_and_commands():
 # --- real faces ----------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 @pytest.mark.requires("hq_data")
 def test_on_real_faces_the_fitted_mouth_is_near_the_framings_mean_mouth(fresh_cache):
     (faces,) = hq_val_faces(20)

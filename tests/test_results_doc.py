@@ -17,6 +17,7 @@ BENCHMARKS = ("benchmark", "benchmark-second", "benchmark-val-sweep")
 ARCHIVE = assets_dir() / "archive"  # runs of other settings, the cone walk's benchmarks among them; on no page
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", pages.PAGES)
 def test_results_page_is_generated_from_the_assets(name):
     assert (pages.DOCS / name).read_text() == pages.render(name)
@@ -272,6 +273,7 @@ def test_the_page_shows_each_committed_run_with_the_options_that_reproduce_it(na
         assert "--counterfactual-method pca-walk-cone" in shown
 
 
+@pytest.mark.slow
 def test_the_readme_quotes_the_benchmark_runs_with_the_options_that_reproduce_them():
     """Any committed benchmark run the README quotes is quoted as the results page shows it."""
     import re

@@ -1,12 +1,14 @@
 """recourse stability: its layout check compares the same pixels *and seeds*, so a method that
 draws noise (the denoised one) reports 0 where batch, order and layout do not matter."""
 
+import pytest
 import torch
 
 from recourse.stability import layout_difference, nudge_one_pixel
 from tests.test_denoised import CONFIG, Brightness, TinyGenerator, faces
 
 
+@pytest.mark.slow
 def test_the_layout_check_gives_each_image_its_tasks_seed():
     generator, model = TinyGenerator(), Brightness()
     images = faces(4)

@@ -32,6 +32,7 @@ def test_the_counterfactual_is_the_stop_of_its_whole_edit(generator):
     assert (cosine > 0.999).all()
 
 
+@pytest.mark.slow
 def test_the_columns_of_given_counterfactuals_are_paired_recourses_own(generator):
     images = faces(2)
     student = Student("staircase", Brightness(), Brightness(step=0.7))
@@ -42,6 +43,7 @@ def test_the_columns_of_given_counterfactuals_are_paired_recourses_own(generator
         assert torch.equal(getattr(recomputed, name), getattr(paired.columns, name)), name
 
 
+@pytest.mark.slow
 def test_the_two_models_editing_at_once_give_the_sequential_numbers(generator):
     images = faces(2)
     student = Student("staircase", Brightness(), Brightness(step=0.7))
