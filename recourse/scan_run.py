@@ -52,15 +52,21 @@ class ScanResult:
     audited: list[dict]  # ranked worst first: file, target, divergence, score, face_logit, recourse, judge
     screened: list[ScreenRow]  # highest screening score first
     skipped: list[Skipped]
-    seconds: dict[str, float]  # "screening", "audits": wall time of this run's own work (kept files: 0)
+    seconds: dict[str, float]  # "screening", "audits": this run's wall time of each pass
     processes: int
+    made: dict[str, int] = field(default_factory=dict)  # "screening", "audits": photos this run did itself, not read back
+
+    def rates(self) -> dict[str, float | None]:
+        """Photos a minute of each pass over every process, from the work this run did itself."""
+        return {stage: (self.made.get(stage, 0) / seconds * 60 if seconds and self.made.get(stage) else None)
+                for stage, seconds in self.seconds.items()}
 
     def summary(self) -> str:
         return (f"{len(self.screened)} ranked, {len(self.skipped)} skipped; the {len(self.audited)} most "
                 "suspicious given a full audit")
 
     def to_dict(self) -> dict:
-        return {"summary": self.summary(), "processes": self.processes, "seconds": self.seconds,
+        return {"summary": self.summary(), "processes": self.processes, "seconds": self.seconds, "made": self.made,
                 "audited": self.audited, "screened": [row.to_dict() for row in self.screened],
                 "skipped": [item.to_dict() for item in self.skipped]}
 
@@ -185,12 +191,13 @@ def _shards(plan: ScanPlan, names: list[str]) -> list[list[str]]:
     return [names[start:start + plan.shard_size] for start in range(0, len(names), plan.shard_size)]
 
 
-def _screening(plan, state, names, frame, teacher, student, progress) -> tuple[list[dict], float]:
-    """This process's share of the shards, screened or read back; every process's gathered."""
+def _screening(plan, state, names, frame, teacher, student, progress) -> tuple[list[dict], float, int]:
+    """This process's share of the shards, screened or read back; every process's gathered, and
+    how many photos all processes screened themselves."""
     started, shards = time.perf_counter(), _shards(plan, names)
     margin = numbers_margin(plan.settings)
     mine = list(range(state.process_index, len(shards), state.num_processes))
-    done = []
+    done, made = [], 0
     for count, index in enumerate(mine, 1):
         key = _key("screen", plan.variant, plan.attribute, margin, PATH_STEPS, PATH_STEP_CHANGE, shards[index])
         path = None if plan.out is None else plan.out / "screen" / f"shard-{index:05d}.json"
@@ -198,17 +205,19 @@ def _screening(plan, state, names, frame, teacher, student, progress) -> tuple[l
         if kept is None:
             kept = {"key": key, **screen_shard(plan, shards[index], frame, teacher, student)}
             _keep(path, kept)
+            made += len(shards[index])
         done.append(kept)
         progress(f"screening (process {state.process_index + 1}/{state.num_processes})", count, len(mine))
-    return _gathered(state, done), time.perf_counter() - started
+    return _gathered(state, done), time.perf_counter() - started, sum(_gathered(state, [made]))
 
 
-def _audits(plan, state, chosen: list[str], frame, models: dict, progress) -> tuple[list[dict], float]:
-    """This process's share of the full audits, run or read back; every process's gathered."""
+def _audits(plan, state, chosen: list[str], frame, models: dict, progress) -> tuple[list[dict], float, int]:
+    """This process's share of the full audits, run or read back; every process's gathered, and
+    how many all processes ran themselves."""
     from recourse.data import to_float_images
     from recourse.scan import scan_images
 
-    started, records = time.perf_counter(), []
+    started, records, made = time.perf_counter(), [], 0
     mine = chosen[state.process_index::state.num_processes]
     settings_key = json.dumps(plan.settings.to_dict(), sort_keys=True, default=str)
     for count, name in enumerate(mine, 1):
@@ -221,9 +230,10 @@ def _audits(plan, state, chosen: list[str], frame, models: dict, progress) -> tu
                                             **models)
             kept = {"key": key, "record": audit_record(cases[0])}
             _keep(path, kept)
+            made += 1
         records.append(kept["record"])
         progress(f"full audits (process {state.process_index + 1}/{state.num_processes})", count, len(mine))
-    return _gathered(state, records), time.perf_counter() - started
+    return _gathered(state, records), time.perf_counter() - started, sum(_gathered(state, [made]))
 
 
 def _gathered(state, items: list) -> list:
@@ -250,13 +260,14 @@ def run_scan(plan: ScanPlan, progress: Progress = silent, teacher=None, student=
     if not names:
         raise ValueError(f"{Path(plan.folder).name}: no image files in it or its subfolders")
     frame = framer(plan, model_resolution(teacher))
-    shards, screening_s = _screening(plan, state, names, frame, teacher, student, progress)
+    shards, screening_s, screened_here = _screening(plan, state, names, frame, teacher, student, progress)
     rows = [ScreenRow(**row) for shard in shards for row in shard["rows"]]
     skipped = sorted((Skipped(**item) for shard in shards for item in shard["skipped"]), key=lambda s: s.file)
     chosen = sorted(row.file for row in shortlist(rows, plan.top))
-    records, audits_s = _audits(plan, state, chosen, frame, {"teacher": teacher, "student": student, **audit_models},
+    records, audits_s, audited_here = _audits(plan, state, chosen, frame, {"teacher": teacher, "student": student, **audit_models},
                                 progress)
     if not state.is_main_process:
         return None
     return ScanResult(rank_records(records), shortlist(rows, len(rows)), skipped,
-                      {"screening": round(screening_s, 2), "audits": round(audits_s, 2)}, state.num_processes)
+                      {"screening": round(screening_s, 2), "audits": round(audits_s, 2)}, state.num_processes,
+                      {"screening": screened_here, "audits": audited_here})

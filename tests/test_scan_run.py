@@ -115,6 +115,9 @@ def test_a_resumed_scan_reuses_what_was_kept_and_ranks_the_same(hq_folder, tiny_
     again = run_scan(_plan(root, out=out), teacher=teacher, student=student, generator=tiny_generator, judge=None)
     assert screened == lost  # only the lost shard is screened again
     assert again.audited == first.audited and again.screened == first.screened
+    # the rates count only what each run did itself: the resumed run ran no audit
+    assert first.made == {"screening": len(first.screened) + len(first.skipped), "audits": 2}
+    assert again.made == {"screening": len(lost), "audits": 0} and again.rates()["audits"] is None
 
 
 def test_a_folder_without_images_is_refused_clearly(tmp_path):
