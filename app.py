@@ -16,8 +16,8 @@ other model loads in the background; an audit, a scan or "Use these models" aske
 waits for the loading and says so in its status line.
 
 Always: uploads reach the app as checked paths in Gradio's upload folder and are decoded by
-``recourse.faces`` only (``recourse.inputs``); request bodies are capped
-(``recourse.request_limits``); each running app keeps its files in a folder of its own
+``recourse.faces`` only (``recourse.ui.serve.inputs``); request bodies are capped
+(``recourse.ui.serve.request_limits``); each running app keeps its files in a folder of its own
 (``recourse.ui.storage``, claimed on import, before any component is built).
 """
 
@@ -29,11 +29,11 @@ from pathlib import Path
 import gradio as gr
 
 from recourse import faces
-from recourse.memory import limit_arenas
 from recourse.ui.audit import build_audit_tab, method_controls, select_gallery_face, show_path_point, variant_choices
 from recourse.ui.benchmark import benchmark_view, build_benchmark_tab
 from recourse.ui.failures import build_failures_tab, find_failures, select_failure
 from recourse.ui.limits import CACHE_LIFETIME_S, HEAVY_CONCURRENCY, PUBLIC, QUEUE_SIZE, SESSIONS_KEPT
+from recourse.ui.serve.memory import limit_arenas
 from recourse.ui.startup import LOADING, after_loading, distrust_forwarded_headers, request_limits, start_up
 from recourse.ui.texts import HEADING
 from recourse.ui.your_models import use_cards
@@ -141,9 +141,9 @@ def __getattr__(name: str):
 
 
 if __name__ == "__main__":
-    limit_arenas(HEAVY_CONCURRENCY)  # before Gradio's worker threads exist (recourse.memory)
+    limit_arenas(HEAVY_CONCURRENCY)  # before Gradio's worker threads exist (recourse.ui.serve.memory)
     log = partial(print, flush=True)
-    distrust_forwarded_headers()  # the middleware alone names the caller (recourse.request_limits)
+    distrust_forwarded_headers()  # the middleware alone names the caller (recourse.ui.serve.request_limits)
     start_up(log)  # quick: a broken classifier or generator stops the app here, exit code 2
     # every other model, then a warm-up audit, in the background once the server is up
     LOADING.start(log, when=lambda: demo.is_running)

@@ -27,13 +27,13 @@ _EXPORTS: dict[str, str] = {
     "load_pair": "recourse.api",
     "quantize": "recourse.api",
     "scan_folder": "recourse.api",
-    "AuditResult": "recourse.audit_result",
-    "AuditSettings": "recourse.audit_result",
-    "product_settings": "recourse.audit_result",
-    "audit_image": "recourse.audit",
-    "AuditStep": "recourse.audit",
-    "Student": "recourse.paired",
-    "ScanResult": "recourse.scan_run",
+    "AuditResult": "recourse.audit.result",
+    "AuditSettings": "recourse.audit.result",
+    "product_settings": "recourse.audit.result",
+    "audit_image": "recourse.audit.pipeline",
+    "AuditStep": "recourse.audit.pipeline",
+    "Student": "recourse.audit.paired",
+    "ScanResult": "recourse.audit.scan_run",
     "CounterfactualConfig": "recourse.generation",
     "QuantizedModel": "recourse.compression",
     "audit_record": "recourse.render.audit_html",
@@ -47,13 +47,13 @@ __all__ = [
 
 if TYPE_CHECKING:  # what type checkers and editors see; at run time, __getattr__ below
     from recourse.api import Auditor, Pair, load_pair, quantize, scan_folder
-    from recourse.audit import AuditStep, audit_image
-    from recourse.audit_result import AuditResult, AuditSettings, product_settings
+    from recourse.audit.paired import Student
+    from recourse.audit.pipeline import AuditStep, audit_image
+    from recourse.audit.result import AuditResult, AuditSettings, product_settings
+    from recourse.audit.scan_run import ScanResult
     from recourse.compression import QuantizedModel
     from recourse.generation import CounterfactualConfig
-    from recourse.paired import Student
     from recourse.render.audit_html import audit_record
-    from recourse.scan_run import ScanResult
 
 
 def __getattr__(name: str):

@@ -1,8 +1,8 @@
 """The library as a notebook meets it (``import recourse``; ``docs/api.md``): a pair of models,
 an :class:`Auditor` that audits one face at a time exactly as the app and ``recourse audit`` do,
 a folder scan and compression. Each is a thin composition of the modules that do the work:
-:mod:`recourse.audit`, :mod:`recourse.scan_run` and :mod:`recourse.compression`. The settings
-are the product's, from the one place that holds them (:func:`recourse.audit_result.product_settings`).
+:mod:`recourse.audit.pipeline`, :mod:`recourse.audit.scan_run` and :mod:`recourse.compression`. The settings
+are the product's, from the one place that holds them (:func:`recourse.audit.result.product_settings`).
 """
 
 from __future__ import annotations
@@ -15,16 +15,16 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from recourse.audit import AuditStep, ImageSource, audit_image, predicted_attributes
-from recourse.audit_instruments import shared_instruments
-from recourse.audit_result import AuditResult, AuditSettings, product_settings
+from recourse.audit.instruments import shared_instruments
+from recourse.audit.paired import Student, share_cores_between_paired_edits
+from recourse.audit.pipeline import AuditStep, ImageSource, audit_image, predicted_attributes
+from recourse.audit.result import AuditResult, AuditSettings, product_settings
+from recourse.audit.scan_run import ScanPlan, ScanResult, run_scan
 from recourse.compression import CompressionConfig, QuantizedModel, make_config
 from recourse.compression import quantize as compress
 from recourse.data import attribute_index
 from recourse.generation import FaceGenerator
-from recourse.paired import Student, share_cores_between_paired_edits
 from recourse.progress import Progress, silent
-from recourse.scan_run import ScanPlan, ScanResult, run_scan
 
 OWN_MODEL = "own-model"  # an own student's name in the records where none is given
 
@@ -45,7 +45,7 @@ def load_pair(variant: str | os.PathLike | None = None, *, teacher: nn.Module | 
     """A pair to audit: a committed variant by its id (``load_pair("ptq-int4")``), a model card
     of your own compressed model (``docs/foreign-models.md``), or your models themselves
     (``load_pair(teacher=model, student=quantized)``). ``student``: an ``nn.Module`` (its own
-    twin and decider), a :class:`recourse.paired.Student` or what :func:`quantize` returns.
+    twin and decider), a :class:`recourse.audit.paired.Student` or what :func:`quantize` returns.
     ``teacher`` defaults to the committed classifier; ``name`` to the variant's, the card's
     title, or ``"own-<method>"`` / ``"own-model"`` for your own student."""
     if name is not None and (not isinstance(name, str) or not name.strip()):
@@ -122,13 +122,13 @@ def _named(student: object, name: str | None) -> str:
 
 class Auditor:
     """Audits faces for one :class:`Pair` exactly as the app and ``recourse audit`` do: the
-    product's settings (:func:`recourse.audit_result.product_settings`) unless ``settings`` are
+    product's settings (:func:`recourse.audit.result.product_settings`) unless ``settings`` are
     given, the committed generator, robust judges and dlib's face descriptor. Like a diffusers
     pipeline it holds its parts: the models from the start, the generator and the instruments
     loaded on the first call and kept for the next.
 
     As the app and the command line do, a call lowers torch's threads to half the cores: the two
-    models' edits run at the same time, one on each half (``recourse.paired``)."""
+    models' edits run at the same time, one on each half (``recourse.audit.paired``)."""
 
     def __init__(self, pair: Pair | str, settings: AuditSettings | None = None, *,
                  generator: FaceGenerator | None = None) -> None:
@@ -163,10 +163,10 @@ class Auditor:
                 framed ``(3, H, W)`` float tensor in [0, 1] at the teacher's resolution.
             attribute: the CelebA attribute whose decision is changed, e.g. ``"Smiling"``.
             target: the decision the recourse aims at, 0 or 1; None: flip the teacher's.
-            progress: called with each :class:`recourse.audit.AuditStep` (predictions first).
+            progress: called with each :class:`recourse.audit.pipeline.AuditStep` (predictions first).
 
         Returns:
-            The :class:`recourse.audit_result.AuditResult`: its ``verdict`` in plain words, its
+            The :class:`recourse.audit.result.AuditResult`: its ``verdict`` in plain words, its
             numbers (``recourse``, ``to_dict()``), ``save_json(path)`` and ``save_html(path)``.
         """
         self._require_attribute(attribute)

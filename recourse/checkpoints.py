@@ -24,7 +24,7 @@ from torch import nn
 
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 from recourse.data import ATTRIBUTES
-from recourse.paths import shown
+from recourse.locations import shown
 
 WEIGHTS_FILE = "model.safetensors"
 CONFIG_FILE = "config.json"

@@ -15,10 +15,10 @@ from pathlib import Path
 
 from torch import nn
 
+from recourse.audit.paired import Student
 from recourse.checkpoints import CONFIG_FILE, CheckpointError, load_classifier, verify_folder
 from recourse.compression import METHODS, QuantizedModel, load_variant
-from recourse.paired import Student
-from recourse.paths import generator_dir, judge_dir, shown, strong_judge_dir, teacher_dir, variants_dir
+from recourse.locations import generator_dir, judge_dir, shown, strong_judge_dir, teacher_dir, variants_dir
 
 METHOD_VARIANTS: tuple[str, ...] = METHODS  # one variant per method, named after it, in the registry's order
 # A variant's name is also its folder's: only names of this shape are ever looked up.

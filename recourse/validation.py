@@ -15,7 +15,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from recourse.paths import writable_file, writable_folder
+from recourse.locations import writable_file, writable_folder
 
 
 def check_int(name: str, value: object, low: int | None = None, high: int | None = None) -> None:

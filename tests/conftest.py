@@ -130,7 +130,7 @@ def write_hq_folder(root: Path, ids: list[int], size: int = 16, seed: int = 0) -
 
 @pytest.fixture(autouse=True)
 def torch_threads_kept():
-    """What a test sets of torch's threads (the CLI's audit lowers them: recourse.paired) ends with it."""
+    """What a test sets of torch's threads (the CLI's audit lowers them: recourse.audit.paired) ends with it."""
     before = torch.get_num_threads()
     yield
     if torch.get_num_threads() != before:
@@ -301,7 +301,8 @@ def bright_checkpoint(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def clear_loaded_models() -> None:
     """The committed models (and the stops read from the committed files) are loaded once per
     process; a test that swaps the home reloads, and leaves nothing of its home cached."""
-    from recourse import models, stops
+    from recourse import models
+    from recourse.audit import stops
     from recourse.generation import default_generator
 
     models.clear_loaded()

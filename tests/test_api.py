@@ -15,9 +15,9 @@ import torch
 
 import recourse
 from recourse.attribution import AttributionConfig
-from recourse.audit_result import AuditSettings
+from recourse.audit.paired import Student
+from recourse.audit.result import AuditSettings
 from recourse.generation import CounterfactualConfig
-from recourse.paired import Student
 from tests.conftest import ROOT, BrightnessModel, build_home, still_generator, tiny_classifier
 
 FACE = ROOT / "assets" / "examples" / "grace-hopper.jpg"  # a public-domain photo shipped with the repo
@@ -44,7 +44,7 @@ def test_import_recourse_is_light_and_every_public_name_resolves():
 def test_audit_image_defaults_to_the_products_settings():
     import inspect
 
-    from recourse.audit import audit_image, audit_steps
+    from recourse.audit.pipeline import audit_image, audit_steps
 
     for function in (audit_image, audit_steps):
         parameters = list(inspect.signature(function).parameters.values())
@@ -61,8 +61,8 @@ def test_audit_image_defaults_to_the_products_settings():
 def test_the_api_the_cli_and_the_app_give_one_audit(project_home, tmp_path):
     """On a tiny home, at everyone's default settings: the same verdict and the same values."""
     import app
+    from recourse.audit.stops import committed_stops
     from recourse.cli import main
-    from recourse.stops import committed_stops
     from recourse.ui.settings import DEFAULTS
 
     build_home(project_home, tiny_classifier(seed=0), still_generator(16))
@@ -161,7 +161,7 @@ def test_an_auditor_refuses_a_missing_or_unpredicted_attribute():
 
 def test_an_auditor_of_ones_own_models_saves_the_apps_evidence(project_home, tmp_path, tiny_generator):
     """A seeded tiny pair: the result is audit_image's, and its files are the app's export."""
-    from recourse.audit import audit_image
+    from recourse.audit.pipeline import audit_image
     from recourse.render.audit_html import audit_record
 
     teacher = BrightnessModel().eval()

@@ -68,9 +68,9 @@ def test_a_public_app_ranks_the_gallery(public_client):
 @pytest.mark.requires("committed_variants")
 def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduces_its_row():
     import app
-    from recourse.audit import audit_image
-    from recourse.audit_result import AuditSettings, minimal_recourse
-    from recourse.audit_verdict import judge_says
+    from recourse.audit.pipeline import audit_image
+    from recourse.audit.result import AuditSettings, minimal_recourse
+    from recourse.audit.verdict import judge_says
 
     class Selection:
         index = (0, 1)
@@ -181,8 +181,8 @@ def test_the_api_names_its_outputs_and_offers_a_face_as_the_example():
 @pytest.mark.requires("committed_variants")
 def test_display_pictures_draw_the_edit_on_the_photos_own_crop():
     import app
-    from recourse.audit import audit_image
-    from recourse.audit_result import AuditSettings
+    from recourse.audit.pipeline import audit_image
+    from recourse.audit.result import AuditSettings
     from recourse.render.pictures import display_pictures
 
     # the minimal recourse (margin 0, no stops): the pictures' crop is what is checked, not where they stop
@@ -253,7 +253,7 @@ def test_the_benchmark_tab_reads_every_committed_run(run):
     import json
 
     import app
-    from recourse.paths import assets_dir
+    from recourse.locations import assets_dir
 
     caption, table, figure = app.benchmark_view(run)
     record = json.loads((assets_dir() / app.BENCHMARKS[run]).read_text())

@@ -10,14 +10,14 @@ import torch
 from torch import nn
 
 from recourse.attribution import AttributionConfig
-from recourse.audit import audit_image, audit_steps
-from recourse.audit_instruments import IdentityView, JudgeView
-from recourse.audit_result import AuditSettings
-from recourse.audit_verdict import identity_verdict, judge_says, judge_verdict, verdict
+from recourse.audit.instruments import IdentityView, JudgeView
+from recourse.audit.paired import Student
+from recourse.audit.pipeline import audit_image, audit_steps
+from recourse.audit.result import AuditSettings
+from recourse.audit.verdict import identity_verdict, judge_says, judge_verdict, verdict
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.metrics import image_recourse
-from recourse.paired import Student
 from recourse.render.audit_html import (
     CARDS, IDENTITY_CARDS, JUDGE_CARDS, STRONG_JUDGE_CARDS, audit_record, evidence_table, report_html, value_cards,
 )
@@ -300,10 +300,10 @@ def test_identity_cards_and_sentence_on_known_distances(zero_cost_audit, distanc
 
 
 def test_a_missing_strong_judge_and_identity_are_said_not_hidden(teacher, image, tiny_generator, monkeypatch, tmp_path):
-    import recourse.paths
+    import recourse.locations
     from recourse.render.text import audit_line
 
-    monkeypatch.setattr(recourse.paths, "strong_judge_dir", lambda: tmp_path / "strong-judge")  # not trained
+    monkeypatch.setattr(recourse.locations, "strong_judge_dir", lambda: tmp_path / "strong-judge")  # not trained
     result = audit_image(image, variant="ptq-int8", attribute="Smiling", target=1, settings=TINY, teacher=teacher,
                          student=same_as(teacher), generator=tiny_generator, judge=teacher)
     assert result.strong_judge is None and result.identity is None
@@ -327,12 +327,12 @@ def test_a_strong_judge_still_in_training_is_said_so_and_a_finished_one_is_used(
                                                                                monkeypatch, tmp_path):
     """Its training saves the best epoch so far after every epoch: an early epoch's checkpoint
     is not the judge fixed in advance, so the audit names it instead of using it."""
-    import recourse.paths
+    import recourse.locations
     from recourse import models
     from recourse.checkpoints import save_classifier
 
     folder = tmp_path / "strong-judge"
-    monkeypatch.setattr(recourse.paths, "strong_judge_dir", lambda: folder)
+    monkeypatch.setattr(recourse.locations, "strong_judge_dir", lambda: folder)
     monkeypatch.setattr(models, "strong_judge_dir", lambda: folder)
     arguments = dict(variant="ptq-int8", attribute="Smiling", target=1, settings=TINY, teacher=teacher,
                      student=same_as(teacher), generator=tiny_generator)
@@ -399,7 +399,7 @@ def test_committed_models_audit_a_gallery_face():
     ((True, True, True, 0.03, 0.015, 0.8), 2.0, "a 50% smaller change", None),  # above the floor: as before
 ])
 def test_the_verdict_quotes_no_ratio_below_the_noise_floor(values, face_logit, expected, absent):
-    from recourse.noise_floor import compared
+    from recourse.audit.image_noise_floor import compared
 
     said = verdict(image_recourse(*values), None, "Smiling", face_logit)
     assert expected in said, said

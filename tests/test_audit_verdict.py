@@ -3,9 +3,9 @@ divergence first, and nothing compared that the verdict says is not compared."""
 
 import pytest
 
-from recourse.audit_verdict import verdict
+from recourse.audit.image_noise_floor import NOISE_FLOOR_COST
+from recourse.audit.verdict import verdict
 from recourse.metrics import image_recourse
-from recourse.noise_floor import NOISE_FLOOR_COST
 
 FAR = -5.88  # p 0.003: far from the full-precision boundary
 NEAR = 0.016  # p 0.504: on it
@@ -84,7 +84,7 @@ def test_a_different_direction_is_said_once_with_the_size_after_it():
     ((False, False, False, 0.1, 0.1, 0.0), 2.0, False),
 ])
 def test_sizes_withheld_follows_what_the_verdict_says(values, face_logit, withheld):
-    from recourse.audit_verdict import sizes_withheld
+    from recourse.audit.verdict import sizes_withheld
 
     recourse = image_recourse(*values)
     assert sizes_withheld(recourse, face_logit) is withheld

@@ -370,7 +370,7 @@ def test_the_student_stop_is_a_setting_and_the_committed_runs_keep_the_twins(mon
     from types import SimpleNamespace
 
     from recourse.benchmark import tasks
-    from recourse.paths import assets_dir
+    from recourse.locations import assets_dir
 
     asked = []
 
@@ -416,9 +416,9 @@ def test_the_student_stop_is_a_setting_and_the_committed_runs_keep_the_twins(mon
 
 
 def test_noise_draws_are_matched_each_on_the_given_faces(bright_checkpoint):
+    from recourse.audit.paired import Student
     from recourse.benchmark.run import noise_controls
-    from recourse.controls import noisy_copy
-    from recourse.paired import Student
+    from recourse.benchmark.weight_noise_floor import noisy_copy
 
     teacher = load_classifier(bright_checkpoint)
     student = noisy_copy(teacher, 0.3, seed=5)
@@ -571,7 +571,7 @@ def test_power_script_prints_the_tasks_a_stated_claim_needs(capsys, tmp_path):
 def test_the_statistics_report_draws_new_runs_and_says_what_old_ones_lack():
     from recourse.benchmark.claims import claims
     from recourse.benchmark.rows import family_of, family_rows
-    from recourse.paths import assets_dir
+    from recourse.locations import assets_dir
     from recourse.render.claims import statistics_report
 
     cone_walk = json.loads((assets_dir() / "archive" / "benchmark.json").read_text())

@@ -17,7 +17,7 @@ from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, f
 from recourse.benchmark.tasks import ANALYSES, ANALYSIS, DATED_ANALYSES, LEGACY_ANALYSIS, analysis_version
 from recourse.benchmark.tasks import recorded_analysis
 from recourse.cli import main
-from recourse.paths import assets_dir
+from recourse.locations import assets_dir
 from tests.test_benchmark import _row
 from tests.test_benchmark_symmetry import random_records
 

@@ -10,6 +10,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from recourse.audit.paired import Student, own_recourse, own_seeds
 from recourse.benchmark import BenchmarkConfig, BenchmarkSettings
 from recourse.benchmark.floors import (
     RERUN_FLOOR, RERUN_SEED_OFFSET, FloorScale, direction_scales, floor_scale, scale_position,
@@ -21,7 +22,6 @@ from recourse.benchmark.sweep import (
 from recourse.benchmark.tasks import FP32, record_columns
 from recourse.benchmark.terms import mean_of, sd_of
 from recourse.generation import CounterfactualConfig
-from recourse.paired import Student, own_recourse, own_seeds
 from recourse.render.floors import floors_section, position_cell
 from recourse.render.sweep_curves import curve_charts, curve_svg, curve_table, curves_section
 from tests.conftest import BrightnessModel
@@ -110,7 +110,7 @@ def test_the_benchmark_passes_the_offset_seeds_to_the_rerun_and_the_tasks_seeds_
     generator replaced by one that records the seeds it is given."""
     from types import SimpleNamespace
 
-    from recourse import paired
+    from recourse.audit import paired
     from recourse.benchmark import tasks
     from recourse.benchmark.run import rerun_row
 

@@ -10,6 +10,7 @@ from dataclasses import asdict, replace
 import pytest
 import torch
 
+from recourse.audit.paired import Student
 from recourse.benchmark import BenchmarkConfig, BenchmarkResult, BenchmarkSettings
 from recourse.benchmark.claims import claims, semantic_candidates
 from recourse.benchmark.rows import (
@@ -17,10 +18,9 @@ from recourse.benchmark.rows import (
     matched_noise_family, matched_to,
 )
 from recourse.benchmark.sweep import SweepPoint, chosen_margin, noise_band, noise_control_vd, noise_draws, row_curves
-from recourse.controls import noisy_copy
+from recourse.benchmark.weight_noise_floor import noisy_copy
+from recourse.locations import assets_dir
 from recourse.metrics import agreement, decisions
-from recourse.paired import Student
-from recourse.paths import assets_dir
 from recourse.progress import silent
 from tests.conftest import tiny_classifier
 from tests.test_benchmark import _row

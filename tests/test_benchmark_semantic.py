@@ -24,7 +24,7 @@ from recourse.benchmark.semantic import (
 from recourse.benchmark.tasks import record_columns
 from recourse.caches import write_tensors
 from recourse.instruments.calibration import Calibration
-from recourse.paths import assets_dir
+from recourse.locations import assets_dir
 from recourse.render.claims import claims_table
 from tests import test_benchmark
 from tests.test_benchmark import _row
@@ -412,10 +412,10 @@ def test_the_judges_framing_is_the_audits_and_every_entry_point_imports_first(tm
     import subprocess
     import sys
 
-    from recourse.audit_instruments import JUDGED_RESOLUTION
+    from recourse.audit.instruments import JUDGED_RESOLUTION
     from recourse.benchmark import semantic
 
     assert semantic.JUDGED_RESOLUTION == JUDGED_RESOLUTION
-    for module in ("recourse.audit", "recourse.instruments.calibration", "recourse.benchmark"):
+    for module in ("recourse.audit.pipeline", "recourse.instruments.calibration", "recourse.benchmark"):
         done = subprocess.run([sys.executable, "-c", f"import {module}"], capture_output=True, text=True)
         assert done.returncode == 0, f"import {module}: {done.stderr[-400:]}"

@@ -12,13 +12,13 @@ import torch
 from PIL import Image
 from safetensors.torch import load_file, save_file
 
+from recourse.audit.paired import Student
 from recourse.benchmark.tasks import BenchmarkSettings, task_records
 from recourse.caches import CacheWarning
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 from recourse.compression.recourse_points import RecoursePoints, cached_recourse_points
 from recourse.data import ATTRIBUTES, load_split
 from recourse.generation import CounterfactualConfig
-from recourse.paired import Student
 
 # --- the benchmark's chunk parts -----------------------------------------------------------
 

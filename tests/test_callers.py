@@ -8,7 +8,7 @@ from collections import Counter
 
 import pytest
 
-from recourse.request_limits import RequestLimits, client_of
+from recourse.ui.serve.request_limits import RequestLimits, client_of
 
 
 def _scope(peer: str, *forwarded: bytes) -> dict:
@@ -143,8 +143,8 @@ def test_a_middleware_refusal_is_logged_in_one_line(capsys):
 
 def test_an_out_of_range_setting_is_refused_in_one_line(capsys):
     """Was: Gradio's own range error, which prints a traceback for every request that sends one."""
-    from recourse.inputs import Bounded, WholeNumber
     from recourse.ui.errors import Refusal
+    from recourse.ui.serve.inputs import Bounded, WholeNumber
 
     for component, value in ((Bounded(10, 120, value=20, label="Walk steps"), 400),
                              (WholeNumber(value=0, precision=0, minimum=0, label="Seed"), -1)):

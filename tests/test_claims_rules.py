@@ -12,7 +12,7 @@ import recourse.benchmark.statistics as stats
 from recourse.benchmark import BenchmarkResult, BenchmarkSettings
 from recourse.benchmark.claims import Claim, claims, dropped_claims, legacy_claims
 from recourse.benchmark.rows import family_of, family_rows
-from recourse.paths import assets_dir
+from recourse.locations import assets_dir
 from tests.test_benchmark import _row
 from tests.test_benchmark_symmetry import random_records
 

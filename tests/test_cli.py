@@ -322,12 +322,12 @@ def test_audit_out_dir_writes_one_json_per_photo_named_after_it(project_home, tm
 
 def test_audit_prints_where_the_models_part_on_both_paths(project_home, tmp_path, monkeypatch, capsys):
     """The sentence the app shows under each path plot, from the same function on the same result."""
-    import recourse.audit
-    from recourse.recourse_path import divergence_sentence
+    import recourse.audit.pipeline
+    from recourse.audit.edit_path import divergence_sentence
 
     build_home(project_home, tiny_classifier(seed=0), still_generator(16))
-    results, audit_image = [], recourse.audit.audit_image
-    monkeypatch.setattr(recourse.audit, "audit_image", lambda *a, **k: results.append(audit_image(*a, **k)) or
+    results, audit_image = [], recourse.audit.pipeline.audit_image
+    monkeypatch.setattr(recourse.audit.pipeline, "audit_image", lambda *a, **k: results.append(audit_image(*a, **k)) or
                         results[-1])
     assert main(["audit", *map(str, _two_photos(tmp_path)), *SHORT_AUDIT]) == 0
     printed = capsys.readouterr().out
@@ -366,7 +366,7 @@ def test_audit_command_audits_several_photos_with_the_models_loaded_once(project
 
 def _forget_loaded_instruments() -> None:
     """Every model, judge, dlib model and stop an audit caches, forgotten: the next audit loads them."""
-    from recourse import stops
+    from recourse.audit import stops
     from recourse.instruments import age_gender, fer_smile, identity, readings
     from tests.conftest import clear_loaded_models
 

@@ -86,8 +86,8 @@ def test_help_imports_no_heavy_module():
 def test_single_face_commands_and_the_app_share_one_default_stop():
     """The picture at the visible stop and the numbers at the benchmark's margin, both read
     from the committed files, for audit, counterfactual, scan and the app alike."""
+    from recourse.audit.stops import committed_stops
     from recourse.cli.common import _single_face_settings
-    from recourse.stops import committed_stops
 
     parser = build_parser()
     for command in ("audit", "counterfactual", "scan"):
@@ -145,13 +145,13 @@ def test_missing_models_are_one_line_naming_recourse_home(command, tmp_path, mon
 
 
 def test_installed_package_outside_a_clone_looks_in_the_working_directory(tmp_path, monkeypatch):
-    from recourse import paths
+    from recourse import locations
 
     monkeypatch.delenv("RECOURSE_HOME", raising=False)
-    monkeypatch.setattr(paths, "_SOURCE_ROOT", tmp_path / "site-packages")  # no checkpoints/ beside the package
+    monkeypatch.setattr(locations, "_SOURCE_ROOT", tmp_path / "site-packages")  # no checkpoints/ beside the package
     monkeypatch.chdir(tmp_path)
-    assert paths.checkpoints_dir() == tmp_path / "checkpoints"
-    assert "the working directory" in paths.home_message()
+    assert locations.checkpoints_dir() == tmp_path / "checkpoints"
+    assert "the working directory" in locations.home_message()
 
 
 @pytest.mark.slow

@@ -120,7 +120,7 @@ def test_classifier_config_refuses(values, message):
 @pytest.fixture
 def no_models(monkeypatch):
     """Any model loading fails the test."""
-    import recourse.audit
+    import recourse.audit.pipeline
     import recourse.checkpoints
     import recourse.cli.common
     import recourse.models
@@ -130,7 +130,7 @@ def no_models(monkeypatch):
 
     for module, name in ((recourse.cli.common, "load_classifier"), (recourse.checkpoints, "load_classifier"),
                          (recourse.models, "load_teacher"), (recourse.models, "load_student"),
-                         (recourse.audit, "audit_image")):
+                         (recourse.audit.pipeline, "audit_image")):
         monkeypatch.setattr(module, name, loaded, raising=False)
 
 

@@ -8,9 +8,9 @@ from types import SimpleNamespace
 import pytest
 import torch
 
+from recourse.audit.paired import Student, student_recourse
 from recourse.generation import CounterfactualConfig, generate
 from recourse.generation.guidance import cone_projection
-from recourse.paired import Student, student_recourse
 from tests.conftest import BrightnessModel, tiny_classifier
 
 # the walk with its cone: its steps, stop and guide are what these tests are about

@@ -1,9 +1,12 @@
-"""The package's layering: no module-level import cycle, the library never imports the app,
-the scripts or the command line, and the renderers never import the audit that uses them."""
+"""The package's layering: no import cycle (at module level or inside functions), the library
+never imports the app, the scripts or the command line, the renderers never import the audit
+that uses them, and only the app imports what protects its server (recourse/ui/serve/)."""
 
 import ast
 import sys
 from pathlib import Path
+
+import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -16,11 +19,28 @@ def modules() -> dict[str, Path]:
     return found
 
 
+def _run_time_nodes(tree: ast.Module, top_level_only: bool) -> list[ast.AST]:
+    """The statements of ``tree`` that can run: an ``if TYPE_CHECKING:`` block never does."""
+    def type_checking(node: ast.AST) -> bool:
+        test = getattr(node, "test", None)
+        return isinstance(node, ast.If) and (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING"
+                                             or isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    if top_level_only:
+        return [node for node in tree.body if not type_checking(node)]
+    found, stack = [], [tree]
+    while stack:
+        node = stack.pop()
+        found.append(node)
+        stack.extend(child for child in ast.iter_child_nodes(node) if not type_checking(child))
+    return found
+
+
 def imports(path: Path, known: dict[str, Path], top_level_only: bool = True) -> set[str]:
-    """The modules of ``known`` (and any other dotted names) that ``path`` imports."""
+    """The modules of ``known`` (and any other dotted names) that ``path`` imports where it
+    runs (``top_level_only``: on import; else also inside functions)."""
     tree = ast.parse(path.read_text())
     names = set()
-    for node in tree.body if top_level_only else ast.walk(tree):
+    for node in _run_time_nodes(tree, top_level_only):
         if isinstance(node, ast.ImportFrom) and node.module:
             inner = {f"{node.module}.{alias.name}" for alias in node.names} & known.keys()
             names |= inner or {node.module}
@@ -66,10 +86,36 @@ def test_a_cycle_is_found_where_there_is_one():
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
-def test_the_package_has_no_module_level_import_cycle():
+@pytest.mark.parametrize("top_level_only", [True, False], ids=["module level", "inside functions too"])
+def test_the_package_has_no_import_cycle(top_level_only):
     known = modules()
-    graph = {name: {m for m in imports(path, known) if m in known and m != name} for name, path in known.items()}
+    graph = {name: {m for m in imports(path, known, top_level_only) if m in known and m != name}
+             for name, path in known.items()}
     assert cycles(graph) == []
+
+
+def test_imports_under_type_checking_are_not_counted(tmp_path):
+    source = tmp_path / "typed.py"
+    source.write_text("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from recourse.data import x\n"
+                      "def f():\n    from recourse.metrics import y\n")
+    known = {"recourse.data": source, "recourse.metrics": source}
+    assert imports(source, known, top_level_only=False) == {"typing", "recourse.metrics"}
+
+
+def test_only_the_app_imports_what_protects_its_server():
+    """recourse/ui/serve/ guards a public server; the library, the command line and the scripts
+    have no server and never import it (the app's tabs and app.py do)."""
+    known = modules()
+    outside = {name: path for name, path in known.items() if not name.startswith("recourse.ui")}
+    outside |= {f"scripts.{'.'.join(path.relative_to(ROOT / 'scripts').with_suffix('').parts)}": path
+                for path in (ROOT / "scripts").rglob("*.py")}
+    for name, path in outside.items():
+        imported = imports(path, known, top_level_only=False)
+        assert not any(m.startswith("recourse.ui.serve") for m in imported), name
+
+
+# the modules that run an audit or a scan, and call the renderers
+AUDIT_RUNNERS = ("recourse.audit.pipeline", "recourse.audit.scan", "recourse.audit.scan_run", "recourse.api")
 
 
 def test_nothing_in_the_library_points_back_up():
@@ -80,4 +126,4 @@ def test_nothing_in_the_library_points_back_up():
         if not name.startswith(("recourse.cli", "recourse.__main__")):
             assert not any(m.startswith("recourse.cli") for m in imported), name
         if name.startswith(("recourse.render", "recourse.metrics", "recourse.generation", "recourse.compression")):
-            assert not any(m in ("recourse.audit", "recourse.scan") or m.startswith("recourse.ui") for m in imported), name
+            assert not any(m in AUDIT_RUNNERS or m.startswith("recourse.ui") for m in imported), name

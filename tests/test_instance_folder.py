@@ -9,7 +9,7 @@ import sys
 import time
 from pathlib import Path
 
-from recourse.instance_folder import LOCK_NAME, PREFIX, claim, prune_abandoned
+from recourse.ui.serve.instance_folder import LOCK_NAME, PREFIX, claim, prune_abandoned
 
 OLD = time.time() - 7200
 
@@ -21,7 +21,7 @@ def _age(folder: Path) -> None:
 
 def _claim_in_child(base: Path) -> subprocess.Popen:
     """Another process holding an instance folder until its stdin closes."""
-    code = ("import sys; from recourse.instance_folder import claim; f = claim(sys.argv[1]); "
+    code = ("import sys; from recourse.ui.serve.instance_folder import claim; f = claim(sys.argv[1]); "
             "(f.path / 'upload.png').write_bytes(b'x'); print(f.path, flush=True); sys.stdin.read()")
     return subprocess.Popen([sys.executable, "-c", code, str(base)], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             text=True, cwd=Path(__file__).resolve().parents[1])

@@ -56,7 +56,7 @@ def test_an_audit_shows_the_judges_trained_elsewhere_in_its_evidence():
     from PIL import Image
 
     import app
-    from recourse.audit import audit_image
+    from recourse.audit.pipeline import audit_image
     from recourse.render.audit_html import evidence_table
 
     face = app.framed_tensor(np.asarray(Image.open(app.gallery_faces()[0][0]).convert("RGB")))

@@ -6,27 +6,27 @@ from pathlib import Path
 import pytest
 import torch
 
-from recourse import models, paths
+from recourse import locations, models
 from recourse.compression import METHODS
 from tests.conftest import ROOT, build_home, make_generator, random_faces, tiny_classifier
 
 
 def test_the_source_checkout_is_the_default_home(monkeypatch):
     monkeypatch.delenv("RECOURSE_HOME", raising=False)
-    assert paths.project_root() == ROOT
-    assert paths.teacher_dir() == ROOT / "checkpoints" / "classifier"
-    assert paths.variants_dir() == ROOT / "checkpoints" / "variants"
-    assert paths.shown(ROOT / "checkpoints" / "oracle") == "checkpoints/oracle"
-    assert paths.shown(Path("/somewhere/else/model.safetensors")) == "model.safetensors"  # never a server path
+    assert locations.project_root() == ROOT
+    assert locations.teacher_dir() == ROOT / "checkpoints" / "classifier"
+    assert locations.variants_dir() == ROOT / "checkpoints" / "variants"
+    assert locations.shown(ROOT / "checkpoints" / "oracle") == "checkpoints/oracle"
+    assert locations.shown(Path("/somewhere/else/model.safetensors")) == "model.safetensors"  # never a server path
 
 
 def test_recourse_home_moves_every_location(project_home):
-    assert paths.project_root() == project_home
-    assert paths.teacher_dir() == project_home / "checkpoints" / "classifier"
-    assert paths.oracle_dir() == project_home / "checkpoints" / "oracle"
-    assert paths.generator_dir() == project_home / "checkpoints" / "generator"
-    assert paths.variants_dir() / "ptq-int8" == project_home / "checkpoints" / "variants" / "ptq-int8"
-    assert paths.assets_dir() == project_home / "assets"
+    assert locations.project_root() == project_home
+    assert locations.teacher_dir() == project_home / "checkpoints" / "classifier"
+    assert locations.oracle_dir() == project_home / "checkpoints" / "oracle"
+    assert locations.generator_dir() == project_home / "checkpoints" / "generator"
+    assert locations.variants_dir() / "ptq-int8" == project_home / "checkpoints" / "variants" / "ptq-int8"
+    assert locations.assets_dir() == project_home / "assets"
 
 
 def test_every_method_and_every_built_variant_grouped_by_bits(tmp_path):

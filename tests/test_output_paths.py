@@ -3,7 +3,7 @@ cannot be written fails at once with exit 2 and says why."""
 
 import pytest
 
-from recourse.paths import writable_file, writable_folder
+from recourse.locations import writable_file, writable_folder
 
 
 @pytest.fixture
@@ -16,7 +16,7 @@ def a_file(tmp_path):
 @pytest.fixture
 def nothing_loads(monkeypatch):
     """Loading data or a model fails the test: the check must come first."""
-    import recourse.audit
+    import recourse.audit.pipeline
     import recourse.cli.common
 
     def loaded(*args, **kwargs):
@@ -24,7 +24,7 @@ def nothing_loads(monkeypatch):
 
     for name in ("load_classifier", "load_framed_split", "load_images"):
         monkeypatch.setattr(recourse.cli.common, name, loaded)
-    monkeypatch.setattr(recourse.audit, "audit_image", loaded)
+    monkeypatch.setattr(recourse.audit.pipeline, "audit_image", loaded)
 
 
 def _commands(a_file, tmp_path):
@@ -71,10 +71,10 @@ def test_writable_outputs_pass_and_nothing_is_created(tmp_path):
 
 
 def test_an_unwritable_folder_is_refused(tmp_path, monkeypatch):
-    import recourse.paths
+    import recourse.locations
 
     # file permissions do not stop root (these tests may run as root): the check asks os.access
-    monkeypatch.setattr(recourse.paths.os, "access", lambda path, mode: path != tmp_path)
+    monkeypatch.setattr(recourse.locations.os, "access", lambda path, mode: path != tmp_path)
     with pytest.raises(ValueError, match=f"cannot write {tmp_path / 'new' / 'report.json'}: {tmp_path} is not writable"):
         writable_file(tmp_path / "new" / "report.json")
 

@@ -18,7 +18,7 @@ from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, w
 from recourse.benchmark.semantic import RegisteredFamily
 from recourse.cli import build_parser
 from recourse.cli.benchmark import _benchmark_settings
-from recourse.paths import assets_dir, project_root
+from recourse.locations import assets_dir, project_root
 from scripts.docs.results import primary_benchmark
 from tests.test_benchmark import _row
 from tests.test_benchmark_semantic import judged_records

@@ -421,7 +421,7 @@ def test_an_unknown_choice_is_not_echoed_back(server):
 def test_the_upload_reader_never_opens_the_file_and_refuses_other_paths(tmp_path, monkeypatch):
     import gradio as gr
 
-    from recourse import inputs
+    from recourse.ui.serve import inputs
 
     uploads = tmp_path / "uploads"
     (uploads / "abc").mkdir(parents=True)
@@ -456,7 +456,7 @@ def test_the_upload_reader_never_opens_the_file_and_refuses_other_paths(tmp_path
 def test_choices_refuse_without_echo():
     import gradio as gr
 
-    from recourse.inputs import Choice, OneOf
+    from recourse.ui.serve.inputs import Choice, OneOf
 
     for component in (Choice(["a", "b"], value="a"), OneOf(["a", "b"], value="a")):
         assert component.preprocess("b") == "b"
@@ -473,7 +473,7 @@ def test_request_limits_cap_bodies_uploads_and_queued_requests():
     from starlette.routing import Route
     from starlette.testclient import TestClient
 
-    from recourse.request_limits import RequestLimits
+    from recourse.ui.serve.request_limits import RequestLimits
 
     async def echo(request):
         return PlainTextResponse(str(len(await request.body())))
@@ -495,7 +495,7 @@ def test_request_limits_cap_bodies_uploads_and_queued_requests():
 
 
 def test_the_upload_quota_is_a_sliding_window_per_caller():
-    from recourse.request_limits import UploadQuota, client_of
+    from recourse.ui.serve.request_limits import UploadQuota, client_of
 
     now = [0.0]
     quota = UploadQuota(100, window_s=10, clock=lambda: now[0])
@@ -651,7 +651,7 @@ def test_the_public_html_report_carries_no_library_versions(monkeypatch, tmp_pat
     from dataclasses import replace
 
     import app
-    from recourse.audit import audit_image
+    from recourse.audit.pipeline import audit_image
     from recourse.ui import limits, storage
 
     face = app.framed_tensor(np.asarray(Image.open(app.gallery_faces()[0][0]).convert("RGB")))

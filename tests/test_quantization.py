@@ -100,8 +100,8 @@ def test_weights_take_at_most_two_to_the_bits_values_per_channel(model_and_image
 
 @pytest.mark.slow
 def test_the_twin_and_a_saved_variant_decide_what_the_integer_model_decides(model_and_images, tmp_path):
+    from recourse.audit.paired import Student
     from recourse.compression import load_variant, save_variant
-    from recourse.paired import Student
 
     model, images = model_and_images
     variant = quantize(model, PTQInt4Config(calibration_images=32), images)

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from recourse.benchmark.registration import deviations, floor_deviations, registered_run
-from recourse.paths import generator_dir
+from recourse.locations import generator_dir
 
 REGISTERED = "assets/results/benchmark-primary.json"
 

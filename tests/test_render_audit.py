@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
-from recourse.audit_result import AuditSettings
+from recourse.audit.result import AuditSettings
+from recourse.audit.stops import AuditStops
 from recourse.metrics import image_recourse
 from recourse.render import audit_html
 from recourse.render.audit_html import CARD_TITLES, CARDS, stops_sentence, stops_summary, value_cards
-from recourse.stops import AuditStops
 
 SOURCE = "assets/results/visible-stop-val.json (24 val faces, 2026-12-03)"
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -19,7 +19,7 @@ DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 def shown(recourse, face_logit: float = 2.0, settings: AuditSettings | None = None):
     """What the cards and the status line read of an audit, without running one."""
-    from recourse.noise_floor import compared
+    from recourse.audit.image_noise_floor import compared
 
     return SimpleNamespace(recourse=recourse, face_logit=face_logit,
                            compared=recourse is not None and compared(recourse, face_logit),
@@ -107,7 +107,7 @@ def test_the_path_captions_follow_the_verdict(recourse, face_logit, ratio):
     import torch
 
     from recourse.ui.audit import PathState, path_state, paths_view
-    from tests.test_recourse_path import flips_at
+    from tests.test_edit_path import flips_at
 
     path = flips_at(0.40, 0.60)
     result = shown(recourse, face_logit)

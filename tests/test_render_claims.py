@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from recourse.benchmark import BenchmarkResult
 from recourse.benchmark.claims import Claim
-from recourse.paths import assets_dir, project_root
+from recourse.locations import assets_dir, project_root
 from recourse.render.claims import claims_table, correction_families, held_claims, statistics_report
 from tests.test_benchmark import _row
 

@@ -4,7 +4,7 @@ and the index's headline of it."""
 import json
 from dataclasses import asdict
 
-from recourse.paths import assets_dir
+from recourse.locations import assets_dir
 from scripts.docs.results import default_benchmark as results_benchmark
 from scripts.docs.results.benchmark import benchmark_tables
 

@@ -8,7 +8,7 @@ import pytest
 from recourse.benchmark import BenchmarkResult
 from recourse.benchmark.replication import replications, summarise
 from recourse.checkpoints import read_config
-from recourse.paths import assets_dir, project_root, teacher_dir
+from recourse.locations import assets_dir, project_root, teacher_dir
 from recourse.render.benchmark import markdown_report
 from scripts.docs.results import default_benchmark, instruments, pages, primary_benchmark, quality
 from scripts.docs.results import files as results_files
@@ -308,7 +308,7 @@ def test_the_committed_variants_are_rebuilt_with_the_generator_they_were_made_wi
     """Their recourse points were made with the cone walk at margin 6; their config.json
     commands predate the option, and the plan and reproduction() both add it."""
     from recourse.cli import reproduction
-    from recourse.paths import variants_dir
+    from recourse.locations import variants_dir
     from scripts.chores.make_variants import plan
 
     pinned = ("--counterfactual-method", "pca-walk-cone", "--margin", "6")

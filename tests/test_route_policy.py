@@ -1,5 +1,5 @@
 """One gate for every route that runs work: each route the app serves is classified
-(``recourse.route_policy``), and the middleware holds one caller to its share by every route
+(``recourse.ui.serve.route_policy``), and the middleware holds one caller to its share by every route
 that starts work, closes what a stranger has no business with, and answers malformed
 requests with a 4xx, never a bare 500."""
 
@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from recourse import route_policy
-from recourse.request_limits import RequestLimits
+from recourse.ui.serve import route_policy
+from recourse.ui.serve.request_limits import RequestLimits
 
 ROOT = Path(__file__).resolve().parents[1]
 

@@ -4,13 +4,13 @@ import pytest
 import torch
 
 from recourse.attribution import AttributionConfig
-from recourse.audit import audit_image
-from recourse.audit_result import AuditSettings
+from recourse.audit.paired import Student
+from recourse.audit.pipeline import audit_image
+from recourse.audit.result import AuditSettings
+from recourse.audit.scan import divergence_score, read_folder, scan_folder
+from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.metrics import image_recourse
-from recourse.paired import Student
-from recourse.scan import divergence_score, read_folder, scan_folder
-from recourse.data import ATTRIBUTES
 from tests.conftest import BrightnessModel, NegateOne
 
 SMILING = ATTRIBUTES.index("Smiling")
@@ -77,7 +77,7 @@ def test_divergence_score_respects_the_noise_floor(values, face_logit, expected)
 
 
 def test_faces_on_the_boundary_rank_after_every_scored_face_and_say_why():
-    from recourse.scan import FolderCase, _rank
+    from recourse.audit.scan import FolderCase, _rank
 
     def case(name, values, face_logit):
         recourse = image_recourse(*values)
@@ -111,7 +111,7 @@ def test_scan_without_a_judge_says_so(hq_folder, tiny_generator):
 
 def test_a_face_far_from_the_boundary_with_a_tiny_recourse_is_not_said_to_sit_on_it():
     """Was: "on the boundary" for a face at logit −5.88 whose full-precision recourse was a tiny change."""
-    from recourse.scan import FolderCase
+    from recourse.audit.scan import FolderCase
 
     recourse = image_recourse(True, False, True, 0.001, 0.0015, 0.5)
     far = FolderCase("far", torch.zeros(3, 4, 4), 1, recourse, divergence_score(recourse, -5.88), face_logit=-5.88)

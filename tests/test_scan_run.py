@@ -15,15 +15,15 @@ import pytest
 import torch
 from PIL import Image, ImageFilter, ImageOps
 
-from recourse import screening
 from recourse.attribution import AttributionConfig
-from recourse.audit_result import AuditSettings
+from recourse.audit import screening
+from recourse.audit.paired import Student
+from recourse.audit.photo_folder import frame_photo, image_files
+from recourse.audit.result import AuditSettings
+from recourse.audit.scan import scan_images
+from recourse.audit.scan_run import ScanPlan, audit_record, rank_records, run_scan
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
-from recourse.paired import Student
-from recourse.photo_folder import frame_photo, image_files
-from recourse.scan import scan_images
-from recourse.scan_run import ScanPlan, audit_record, rank_records, run_scan
 from tests.conftest import BrightnessModel, NegateOne
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,7 +87,7 @@ def test_the_screening_chooses_the_full_audits_and_each_reproduces_its_row(hq_fo
     chosen = {row.file for row in screening.shortlist(result.screened, 2)}
     assert {record["file"] for record in result.audited} == chosen
     assert [r["file"] for r in result.audited] == [r["file"] for r in rank_records(result.audited)]
-    from recourse.scan import read_folder
+    from recourse.audit.scan import read_folder
 
     names, images = read_folder(root, "test", 3, 16)
     for name, image in zip(names, images):
@@ -110,8 +110,10 @@ def test_a_resumed_scan_reuses_what_was_kept_and_ranks_the_same(hq_folder, tiny_
     shards[1].unlink()  # as a kill between two shards leaves it
     screened = []
     real_screen = screening.screen
-    monkeypatch.setattr("recourse.scan_run.screen", lambda files, *a: screened.extend(files) or real_screen(files, *a))
-    monkeypatch.setattr("recourse.scan.paired_recourse", lambda *a, **k: pytest.fail("a kept audit was run again"))
+    monkeypatch.setattr("recourse.audit.scan_run.screen",
+                        lambda files, *a: screened.extend(files) or real_screen(files, *a))
+    monkeypatch.setattr("recourse.audit.scan.paired_recourse",
+                        lambda *a, **k: pytest.fail("a kept audit was run again"))
     again = run_scan(_plan(root, out=out), teacher=teacher, student=student, generator=tiny_generator, judge=None)
     assert screened == lost  # only the lost shard is screened again
     assert again.audited == first.audited and again.screened == first.screened
@@ -131,9 +133,9 @@ WORKER = """
 import json, sys
 from pathlib import Path
 sys.path.insert(0, {root!r})
+from recourse.audit.scan_run import run_scan
 from tests.conftest import make_generator, random_faces
 from tests.test_scan_run import _pair, _plan
-from recourse.scan_run import run_scan
 faces = random_faces(64); faces[:32] //= 2
 teacher, student = _pair()
 result = run_scan(_plan(Path(sys.argv[1]), out=Path(sys.argv[2])), teacher=teacher, student=student,

@@ -3,8 +3,8 @@ turns the audited decision around scores high, and the shortlist takes the highe
 
 import torch
 
+from recourse.audit.screening import screen, shortlist
 from recourse.data import ATTRIBUTES
-from recourse.screening import screen, shortlist
 from tests.conftest import BrightnessModel, NegateOne
 
 

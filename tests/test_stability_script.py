@@ -4,7 +4,7 @@ draws noise (the denoised one) reports 0 where batch, order and layout do not ma
 import pytest
 import torch
 
-from recourse.stability import layout_difference, nudge_one_pixel
+from recourse.reproducibility import layout_difference, nudge_one_pixel
 from tests.test_denoised import CONFIG, Brightness, TinyGenerator, faces
 
 
@@ -19,8 +19,8 @@ def test_the_layout_check_gives_each_image_its_tasks_seed():
 
 
 def generate_one(image, model, generator, seed):
+    from recourse.audit.paired import flip_targets
     from recourse.generation import generate
-    from recourse.paired import flip_targets
 
     return generate(image, model, "Smiling", flip_targets(model, image, "Smiling"), CONFIG, generator,
                     seeds=(seed,)).images

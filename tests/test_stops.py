@@ -5,8 +5,8 @@ import json
 
 import pytest
 
-from recourse import stops
-from recourse.stops import AuditStops, committed_stops, stops_for
+from recourse.audit import stops
+from recourse.audit.stops import AuditStops, committed_stops, stops_for
 from scripts.measurements.visible_stop import plateau_stop
 
 

@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 import torch
 
+from recourse.audit.paired import Student, columns_of, paired_recourse, stop_on_paths
 from recourse.generation import generate
-from recourse.paired import Student, columns_of, paired_recourse, stop_on_paths
 from tests.test_denoised import CONFIG, SMILING, Brightness, TinyGenerator, faces
 
 
@@ -76,7 +76,7 @@ def test_a_stage_limit_hit_while_both_models_edit_is_raised_after_the_second_edi
 def test_each_of_the_two_edits_gets_half_the_cores_and_a_smaller_setting_stays(monkeypatch):
     import torch
 
-    from recourse.paired import share_cores_between_paired_edits, threads_for_paired_edits
+    from recourse.audit.paired import share_cores_between_paired_edits, threads_for_paired_edits
 
     assert [threads_for_paired_edits(cores) for cores in (1, 2, 3, 16)] == [1, 1, 1, 8]
     before = torch.get_num_threads()

@@ -11,10 +11,10 @@ from dataclasses import dataclass
 import torch
 
 import recourse.benchmark.statistics as stats
+from recourse.audit.paired import RecourseColumns
 from recourse.benchmark.terms import (
     RECOURSE_METRICS, mean_of, paired_difference, ratio_terms, shared_masks, shared_terms, summary_values,
 )
-from recourse.paired import RecourseColumns
 
 BOOTSTRAP_SAMPLES = 1000
 

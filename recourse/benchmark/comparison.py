@@ -35,11 +35,11 @@ from dataclasses import dataclass, field
 import torch
 
 import recourse.benchmark.statistics as stats
+from recourse.audit.paired import RecourseColumns
 from recourse.benchmark.bootstrap import PairedTest, finite_mean, resampled, task_weights_drawn
 from recourse.benchmark.proportions import newcombe_of_tables, terms_cells
 from recourse.benchmark.terms import PROPORTIONS, RECOURSE_METRICS, mean_of, moved, shared_terms
 from recourse.metrics import both_valid
-from recourse.paired import RecourseColumns
 
 Terms = dict[str, tuple[torch.Tensor, torch.Tensor]]
 

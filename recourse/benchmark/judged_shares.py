@@ -13,9 +13,9 @@ from dataclasses import dataclass
 
 import torch
 
+from recourse.audit.paired import RecourseColumns
 from recourse.benchmark.semantic import SemanticColumns, semantic_valid
 from recourse.benchmark.tasks import FP32
-from recourse.paired import RecourseColumns
 
 
 @dataclass(frozen=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import torch
 
 import recourse.benchmark.statistics as stats
+from recourse.audit.paired import RecourseColumns
 from recourse.benchmark.terms import PROPORTIONS, ratio_terms, shared_masks, shared_terms
-from recourse.paired import RecourseColumns
 
 
 def proportion_counts(columns: RecourseColumns) -> dict[str, tuple[float, float]]:

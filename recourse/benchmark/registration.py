@@ -13,7 +13,7 @@ import json
 import re
 from pathlib import Path
 
-from recourse.paths import generator_dir
+from recourse.locations import generator_dir
 
 _MATCHED = re.compile(r"^fp32-noise \((\d+) draws, matched to (.+)\)$")
 _REFERENCE = re.compile(r"^fp32-ref \(.*at least (\d+)\)$")

@@ -18,6 +18,7 @@ import torch
 from torch import nn
 
 import recourse.benchmark.statistics as stats
+from recourse.audit.paired import RecourseColumns, Student
 from recourse.benchmark.bootstrap import PairedTest, bootstrap_intervals, paired_tests, seed_bootstrap
 from recourse.benchmark.comparison import compare_families
 from recourse.benchmark.proportions import proportion_counts, proportion_intervals, score_intervals
@@ -30,7 +31,6 @@ from recourse.benchmark.terms import (
 )
 from recourse.data import to_float_images
 from recourse.metrics import agreement, decisions, mean_accuracy, overhead
-from recourse.paired import RecourseColumns, Student
 
 NOISE_CONTROL = "fp32-noise"  # the noise draws' family: fp32-noise, fp32-noise-s1, ...
 # A noise floor matched to one variant's own agreement (BenchmarkSettings.matched_noise): draws

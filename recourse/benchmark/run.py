@@ -20,26 +20,26 @@ from typing import Any
 
 import torch
 
+from recourse.audit.paired import Student
 from recourse.benchmark.claims import Claim, claims
 from recourse.benchmark.floors import RERUN_FLOOR, RERUN_SEED_OFFSET
 from recourse.benchmark.rows import (
     NEW_FAMILY_FIELDS, NEW_ROW_FIELDS, NOISE_CONTROL, REFERENCE_PREFIX, BenchmarkRow, FamilyRow, VariantFacts,
     benchmark_rows, family_of, family_rows, matched_noise_draw, model_decisions,
 )
-from recourse.benchmark.sweep import SweepPoint, sweep_points, sweep_records
 from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, write_columns
+from recourse.benchmark.sweep import SweepPoint, sweep_points, sweep_records
 from recourse.benchmark.tasks import FP32, BenchmarkSettings, recorded_analysis, task_records
+from recourse.benchmark.weight_noise_floor import NoiseControl, matched_noise, noise_at
+from recourse.caches import arrays_digest, json_digest
 from recourse.checkpoints import (
     CONFIG_FILE, WEIGHTS_FILE, CheckpointError, file_digest, folder_bytes, load_classifier, read_config,
 )
 from recourse.compression import METHODS, load_variant
-from recourse.caches import arrays_digest, json_digest
-from recourse.controls import NoiseControl, matched_noise, noise_at
 from recourse.data import load_framed_split, to_float_images
+from recourse.locations import DEFAULT_CACHE, generator_dir, shown, teacher_dir, variants_dir
 from recourse.metrics import agreement, decisions
-from recourse.paired import Student
 from recourse.progress import Progress, silent
-from recourse.paths import DEFAULT_CACHE, generator_dir, shown, teacher_dir, variants_dir
 
 DEFINITIONS = "docs/metrics.md (VD = Validity Drop)"
 NOISE_MATCH_IMAGES = 1000  # images the control's agreement is matched on
@@ -243,7 +243,7 @@ def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], match
 
 def remembered_noise(teacher: torch.nn.Module, sample: torch.Tensor, target: float, seed: int,
                      memo: Path | None) -> NoiseControl:
-    """:func:`recourse.controls.matched_noise`, its sigma kept in the folder ``memo``: a run that
+    """:func:`recourse.benchmark.weight_noise_floor.matched_noise`, its sigma kept in the folder ``memo``: a run that
     goes on in a later session measures the kept sigma once instead of bisecting again (each
     process of a run bisected every draw on 3,000 faces: some 20 minutes of both cores). Keyed by
     the teacher's weights, the matching faces, the target and the seed; where the kept sigma's

@@ -4,7 +4,7 @@ recomputed without the models, the faces or the cache (:mod:`recourse.benchmark.
 One compressed ``.npz`` (``np.savez_compressed``) of plain arrays, read with
 ``allow_pickle=False``: never a pickle, so a file from elsewhere cannot run code. It holds
 each task's id and attribute, the student rows' names in the table's order, and every field of
-:class:`recourse.paired.RecourseColumns` stacked over the rows (``(rows, tasks)``, the partial
+:class:`recourse.audit.paired.RecourseColumns` stacked over the rows (``(rows, tasks)``, the partial
 edits ``(rows, tasks, α)``), and the judges' readings of each row's own recourse and of the
 teacher's (:class:`recourse.benchmark.semantic.SemanticColumns`, as ``semantic_<field>``;
 a file without them reads back without them). The record names the file and its SHA-256.
@@ -19,9 +19,9 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from recourse.audit.paired import RecourseColumns
 from recourse.benchmark.semantic import SEMANTIC_FIELDS, SemanticColumns, semantic_columns
 from recourse.benchmark.tasks import record_columns
-from recourse.paired import RecourseColumns
 
 COLUMNS_FILE = "benchmark-columns.npz"
 FORMAT = 1

@@ -48,9 +48,9 @@ if TYPE_CHECKING:
     Calibrated = tuple[tuple[Calibration, bool], ...]
 
 # The instruments are imported where they are used: recourse.instruments.calibration imports
-# recourse.benchmark.statistics, and recourse.audit_instruments imports the instruments, so a
+# recourse.benchmark.statistics, and recourse.audit.instruments imports the instruments, so a
 # module-level import here would close a cycle through recourse.benchmark's __init__ (rows).
-JUDGED_RESOLUTION = 64  # the faces the judges were calibrated on (recourse.audit_instruments'; a test checks)
+JUDGED_RESOLUTION = 64  # the faces the judges were calibrated on (recourse.audit.instruments'; a test checks)
 
 
 def calibrations() -> Calibrated:
@@ -154,7 +154,7 @@ def semantic_valid(valid: torch.Tensor, seen_by_judge: torch.Tensor) -> torch.Te
 
 @dataclass(frozen=True)
 class SemanticColumns:
-    """One row's judge readings per task, beside :class:`recourse.paired.RecourseColumns` (whose
+    """One row's judge readings per task, beside :class:`recourse.audit.paired.RecourseColumns` (whose
     ``teacher_valid`` and ``student_valid`` say whether each own recourse is valid); every field
     ``(N,)`` over all the run's tasks, those without a judge marked by ``judged``."""
 

@@ -23,11 +23,13 @@ import numpy as np
 import torch
 from torch import nn
 
+from recourse.audit.paired import (
+    PARTIAL_FRACTIONS, RecourseColumns, Student, boundary_logits, flip_targets, student_recourse,
+)
 from recourse.benchmark.semantic import JudgeReadings, RegisteredFamily, is_judged, judge_counterfactuals
 from recourse.caches import CacheMismatch, arrays_digest, check_fields, discard, json_digest, read_tensors, write_tensors
 from recourse.data import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import CounterfactualConfig, FaceGenerator, generate
-from recourse.paired import PARTIAL_FRACTIONS, RecourseColumns, Student, boundary_logits, flip_targets, student_recourse
 from recourse.validation import check_int
 
 FP32 = "fp32"

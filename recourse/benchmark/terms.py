@@ -9,8 +9,8 @@ import statistics
 
 import torch
 
+from recourse.audit.paired import RecourseColumns
 from recourse.metrics import both_valid, decisions, directional_similarity
-from recourse.paired import RecourseColumns
 
 RECOURSE_METRICS = ("vd", "crg", "dirsim", "fa_50", "fa_75", "logit_gap", "logit_lean", "zero_edits", "dirsim_moved")
 # CRG, DirSim and the zero-length share are defined on B; a paired difference takes them on

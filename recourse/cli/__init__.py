@@ -1,57 +1,25 @@
-"""Command line: ``recourse <command> ...`` (or ``python -m recourse``). Argument parsing only:
-each command turns its arguments into the library's config and calls the library."""
+"""The ``recourse`` command (or ``python -m recourse``): :func:`main` parses the arguments
+(:mod:`recourse.cli.commands`) and runs the one command they name, an expected error said in
+one line."""
 
 # One module per command (recourse/cli/<command>.py): its ``register(commands)`` adds its
 # subparser and options and sets ``run`` (and, where it reads checkpoints/ whatever its
-# options, ``uses_committed_models``); shared options and helpers are in common.py. Only
-# light modules are imported here and there: torch, diffusers and OpenCV are imported inside
-# the commands that use them, so that --help and argument errors answer at once.
+# options, ``uses_committed_models``); commands.py lists them and builds the parser; shared
+# options and helpers are in common.py. Only light modules are imported here and there: torch,
+# diffusers and OpenCV are imported inside the commands that use them, so that --help and
+# argument errors answer at once.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
-from recourse import __version__
-from recourse.cli import (
-    audit, benchmark, claims, counterfactual, evaluate, evaluate_counterfactuals, margin_reached, method_speed, power,
-    quantize, recompute_claims, scan, stability, train_classifier, train_denoiser, train_generator,
-)
+from recourse.cli.commands import build_parser
 from recourse.cli.common import expected_errors, on_off  # noqa: F401  on_off: for scripts
 from recourse.cli.reproduce import (  # noqa: F401  re-exported: the scripts and docs name them here
     EARLIER_GENERATION, _uses_recourse_points, generation_arguments, reproduction,
 )
-from recourse.paths import checkpoints_dir, home_message, require_checkpoints
+from recourse.locations import checkpoints_dir, home_message, require_checkpoints
 from recourse.validation import check_outputs
-
-# The commands, in the order --help lists them: a new command is a module and a line here.
-COMMANDS = (
-    train_classifier,
-    evaluate,
-    quantize,
-    benchmark,
-    train_generator,
-    train_denoiser,
-    evaluate_counterfactuals,
-    counterfactual,
-    audit,
-    scan,
-    method_speed,
-    stability,
-    power,
-    margin_reached,
-    claims,
-    recompute_claims,
-)
-
-
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="recourse", description=__doc__)
-    parser.add_argument("--version", action="version", version=__version__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    for command in COMMANDS:
-        command.register(commands)
-    return parser
 
 
 def main(argv: list[str] | None = None) -> int:

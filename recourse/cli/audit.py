@@ -74,9 +74,9 @@ def _loaded_pair(args: argparse.Namespace, name: str, teacher, student):
 def _audit_one(args: argparse.Namespace, image: str, name: str, settings, loaded, instruments: dict,
                black_box) -> dict:
     """Audit one photo, print what the app shows in words, and return its JSON record."""
-    from recourse.audit import audit_image
-    from recourse.audit_verdict import sizes_withheld
-    from recourse.recourse_path import divergence_sentence
+    from recourse.audit.edit_path import divergence_sentence
+    from recourse.audit.pipeline import audit_image
+    from recourse.audit.verdict import sizes_withheld
     from recourse.render.audit_html import audit_record
     from recourse.render.text import audit_line
 
@@ -109,9 +109,9 @@ def _add_json_line(path: str | None, record: dict) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from recourse.audit_instruments import shared_instruments
-    from recourse.paired import share_cores_between_paired_edits
-    from recourse.paths import writable_folder
+    from recourse.audit.instruments import shared_instruments
+    from recourse.audit.paired import share_cores_between_paired_edits
+    from recourse.locations import writable_folder
 
     if args.out_dir:
         writable_folder(args.out_dir)  # before any model loads, as main checks --json

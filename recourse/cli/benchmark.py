@@ -8,8 +8,8 @@ from pathlib import Path
 from recourse.cli.common import (
     _cache, _command_line, _counterfactual_config, _model_dir, add_data_options, add_generation_options, finite_float,
 )
+from recourse.locations import variants_dir
 from recourse.names import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, METHODS, SPLITS
-from recourse.paths import variants_dir
 
 # recourse.benchmark.tasks' ANALYSIS and LEGACY_ANALYSIS, named here without importing torch (a
 # test keeps them equal): the default analysis version and the first one

@@ -13,17 +13,17 @@ import shlex
 from dataclasses import replace
 from pathlib import Path
 
-from recourse.names import COUNTERFACTUAL_METHODS, STOP_SEARCHES
-from recourse.paths import (  # noqa: F401  shown: re-exported for the commands
+from recourse.locations import (  # noqa: F401  shown: re-exported for the commands
     DEFAULT_CACHE, generator_dir, guide_dir, judge_dir, oracle_dir, shown, strong_judge_dir, teacher_dir,
 )
+from recourse.names import COUNTERFACTUAL_METHODS, STOP_SEARCHES
 from recourse.validation import finite_float
 
 MODEL_DIRS = {"classifier": teacher_dir, "oracle": oracle_dir, "judge": judge_dir, "guide": guide_dir,
               "strong-judge": strong_judge_dir}
 # The single-face commands (audit, counterfactual, scan) and the app show each recourse at the
 # visible stop and read per-image numbers at the benchmark's validated margin, both chosen on
-# validation (recourse.stops); --margin moves the picture. The dataset commands keep the
+# validation (recourse.audit.stops); --margin moves the picture. The dataset commands keep the
 # generator's own default (CounterfactualConfig.margin, 10, chosen for the denoised method).
 SINGLE_FACE_MARGIN = None  # the visible stop, read from the committed files
 DATASET_MARGIN = 10.0
@@ -33,7 +33,7 @@ DENOISED_SIGMA = 1.0
 DENOISED_EDIT_STEPS = 24
 DENOISED_REGION_EDIT_STEPS = 48
 MARGIN_NOTES = {DATASET_MARGIN: ", the dataset commands' setting; audit, counterfactual and the app show the visible "
-                                "stop chosen on validation (recourse/stops.py)"}
+                                "stop chosen on validation (recourse/audit/stops.py)"}
 PICTURE_MARGIN_HELP = ("the stop the picture is shown at, in logits past the boundary (default: the visible stop chosen "
                        "on validation, assets/results/visible-stop-val.json; 0 = the boundary)")
 NUMBERS_AT_HELP = ("where per-image validity, CRG and DirSim are read on each edit: benchmark (default: the margin the "
@@ -212,7 +212,7 @@ def _counterfactual_config(args: argparse.Namespace, base=None):
 def _single_face_settings(args: argparse.Namespace):
     """An audit's or a scan's settings: the generator's options given, the picture at --margin
     (default the visible stop), the numbers at --numbers-at."""
-    from recourse.audit_result import product_settings
+    from recourse.audit.result import product_settings
     from recourse.generation import CounterfactualConfig
 
     counterfactual = _counterfactual_config(args, CounterfactualConfig())

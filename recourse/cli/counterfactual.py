@@ -7,7 +7,7 @@ from dataclasses import replace
 
 import recourse.cli.common as common
 from recourse.cli.common import SINGLE_FACE_MARGIN, _counterfactual_config, _model_dir, add_generation_options, shown
-from recourse.paths import generator_dir, variants_dir
+from recourse.locations import generator_dir, variants_dir
 
 
 def register(commands) -> None:
@@ -33,13 +33,13 @@ def uses_committed_models(args: argparse.Namespace) -> bool:
 
 
 def _guiding_model(args: argparse.Namespace):
-    """The model a counterfactual is made for, as a :class:`recourse.paired.Student`, and its
+    """The model a counterfactual is made for, as a :class:`recourse.audit.paired.Student`, and its
     input size: a committed variant (``--variant``), a variant folder or a classifier folder
     (``--checkpoint``). A variant's twin guides and its decider stops, as in an audit; a
     classifier does both."""
+    from recourse.audit.paired import Student
     from recourse.checkpoints import read_config
     from recourse.compression import load_variant
-    from recourse.paired import Student
 
     if args.variant is not None:
         from recourse import models
@@ -55,10 +55,10 @@ def _guiding_model(args: argparse.Namespace):
 
 
 def run(args: argparse.Namespace) -> int:
+    from recourse.audit.paired import flip_targets, own_recourse
     from recourse.data import attribute_index, resize_square, to_float_images
     from recourse.faces import align_face, load_photo
     from recourse.generation import load_generator
-    from recourse.paired import flip_targets, own_recourse
     from recourse.render.pictures import side_by_side
 
     attribute_index(args.attribute)  # an unknown attribute is refused before any photo is read
@@ -66,9 +66,9 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError("give --variant or --checkpoint, not both")
     import torch
 
+    from recourse.audit.paired import stop_on_paths
+    from recourse.audit.stops import stops_for
     from recourse.generation import CounterfactualConfig
-    from recourse.paired import stop_on_paths
-    from recourse.stops import stops_for
 
     stops = stops_for(args.margin)
     config = replace(_counterfactual_config(args, CounterfactualConfig()), margin=stops.edit)

@@ -10,8 +10,8 @@ import recourse.cli.common as common
 from recourse.cli.common import (
     _command_line, _counterfactual_config, _model_dir, _write_json, add_data_options, add_generation_options, shown,
 )
+from recourse.locations import assets_dir, strong_judge_dir
 from recourse.names import QUALITY_ATTRIBUTES, SPLITS
-from recourse.paths import assets_dir, strong_judge_dir
 
 
 def register(commands) -> None:
@@ -43,10 +43,10 @@ def run(args: argparse.Namespace) -> int:
     import numpy as np
     import torch
 
-    from recourse.progress import stage_bars
     from recourse.generation import load_generator
     from recourse.generation.quality import evaluate_counterfactual_quality
     from recourse.instruments.identity import face_descriptor
+    from recourse.progress import stage_bars
     from recourse.render.text import quality_lines
 
     config = _counterfactual_config(args)

@@ -11,8 +11,8 @@ import recourse.cli.common as common
 from recourse.cli.common import (
     _command_line, _counterfactual_config, _model_dir, add_data_options, add_generation_options, finite_float, shown,
 )
+from recourse.locations import variants_dir
 from recourse.names import METHODS
-from recourse.paths import variants_dir
 
 # the method's settings: its config field -> the option that sets it
 METHOD_OPTIONS = (("sparsity", "--sparsity"), ("steps", "--fine-tuning-steps"), ("budget", "--budget"),
@@ -69,9 +69,9 @@ def _method_config(args: argparse.Namespace):
 def run(args: argparse.Namespace) -> int:
     import torch
 
-    from recourse.progress import stage_bars
     from recourse.compression import quantize, save_variant
     from recourse.compression.recourse_points import teacher_recourse_points
+    from recourse.progress import stage_bars
 
     checkpoint = _model_dir(args, args.checkpoint)
     model = common.load_classifier(checkpoint)

@@ -117,7 +117,7 @@ def reproduction(command: str, recorded: dict | None = None) -> str:
     recourse-point generation settings (a variant's ``counterfactual``; none recorded: those of
     :data:`EARLIER_GENERATION`). Another program's command is returned as it is (its defaults
     are its own)."""
-    from recourse.cli import build_parser
+    from recourse.cli.commands import build_parser
 
     words = shlex.split(command)
     if words[:3] != ["python", "-m", "recourse"] or len(words) < 4:

@@ -71,9 +71,9 @@ def _rates(result) -> str:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from recourse.paired import share_cores_between_paired_edits
+    from recourse.audit.paired import share_cores_between_paired_edits
+    from recourse.audit.scan_run import ScanPlan, run_scan
     from recourse.progress import stage_bars
-    from recourse.scan_run import ScanPlan, run_scan
 
     if args.top < 1 or args.shard_size < 1 or (args.count is not None and args.count < 1):
         raise ValueError("--top, --shard-size and --count must be at least 1")

@@ -1,5 +1,5 @@
 """``recourse stability``: do a variant's per-image numbers reproduce under a 1/255 change of one
-pixel, and in other memory layouts (:mod:`recourse.stability`)?"""
+pixel, and in other memory layouts (:mod:`recourse.reproducibility`)?"""
 
 from __future__ import annotations
 
@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     from recourse.data import load_framed_split, to_float_images
     from recourse.generation import CounterfactualConfig, default_generator
     from recourse.models import load_student, load_teacher
-    from recourse.stability import measure
+    from recourse.reproducibility import measure
 
     started = time.time()
     config = CounterfactualConfig(method=args.method, margin=args.margin,

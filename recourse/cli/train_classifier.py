@@ -9,7 +9,7 @@ from pathlib import Path
 from recourse import __version__
 import recourse.cli.common as common
 from recourse.cli.common import MODEL_DIRS, _command_line, add_data_options, finite_float
-from recourse.paths import DEFAULT_CACHE, checkpoints_dir
+from recourse.locations import DEFAULT_CACHE, checkpoints_dir
 
 
 def register(commands) -> None:

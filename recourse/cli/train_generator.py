@@ -8,7 +8,7 @@ from pathlib import Path
 from recourse import __version__
 import recourse.cli.common as common
 from recourse.cli.common import _command_line, add_data_options
-from recourse.paths import DEFAULT_CACHE, generator_dir
+from recourse.locations import DEFAULT_CACHE, generator_dir
 
 
 def register(commands) -> None:

@@ -24,7 +24,7 @@ from recourse.compression.fakequant import (
     BIT_CHOICES, bits_of, bits_with_ends, fold_batch_norm, prepare_twin, set_weight_quantizer, set_weights_from_codes,
     to_integer, weight_codes, weight_layers,
 )
-from recourse.paths import shown
+from recourse.locations import shown
 
 # config.json fields that are not the variant's details
 _RECORD_FIELDS = ("method", "settings", "bits_per_weight", "make_seconds", "classifier")

@@ -37,11 +37,7 @@ import zipfile
 from typing import Any, Iterator
 
 from recourse.foreign.archive_bounds import program_entries_problem
-from recourse.foreign.loaders import ForeignModelError
-
-
-class UnsafeModelError(ForeignModelError):
-    """A model file that asks its loader to run code or read other files; never loaded."""
+from recourse.foreign.errors import ForeignModelError, UnsafeModelError
 
 
 # --- torch.export archives (.pt2) -------------------------------------------------------------

@@ -37,14 +37,7 @@ import torch
 from torch import nn
 
 from recourse.foreign.cards import CARD_NAMES, CardError, ModelCard, find_card, read_card
-
-
-class ForeignModelError(ValueError):
-    """A foreign model that does not load or does not match its card; the message says which."""
-
-
-class OutputCountError(ForeignModelError):
-    """The model returns another number of outputs per image than its card declares."""
+from recourse.foreign.errors import ForeignModelError, OutputCountError, UnsafeModelError
 
 
 @dataclass
@@ -159,8 +152,6 @@ def contained_weights_path(card: ModelCard) -> Path:
     symlink (the file, or a folder on its way) could still point anywhere, and a stranger's card
     must not make us read this machine's files. The one link allowed is a Hugging Face snapshot's:
     ``<repo>/snapshots/<commit>/<file>`` → ``<repo>/blobs/<hash>``, inside the same repository."""
-    from recourse.foreign.archive_checks import UnsafeModelError
-
     path = card.weights_path
     try:
         real = path.resolve(strict=True)

@@ -1,5 +1,5 @@
 """A foreign model pair as the audit sees it: the full-precision model (the teacher, guiding
-edits with its gradients) and the compressed variant (a :class:`recourse.paired.Student`: a
+edits with its gradients) and the compressed variant (a :class:`recourse.audit.paired.Student`: a
 differentiable twin that guides its own recourse and a decider that makes its decisions).
 
 * a differentiable variant (a torch.export program, pt2e-quantized or not; safetensors) is
@@ -50,7 +50,7 @@ def is_card(value: str | os.PathLike | None) -> bool:
 @dataclass
 class ForeignPair:
     teacher: nn.Module
-    student: object  # recourse.paired.Student
+    student: object  # recourse.audit.paired.Student
     name: str  # the variant's name in the audit's records
     black_box: ZerothOrderClassifier | None  # its forward_passes, when the variant is one
     attributes: tuple[str, ...] = ()  # what both models predict, in CelebA's order
@@ -85,8 +85,8 @@ def load_pair(model: str | os.PathLike | None, variant: str | os.PathLike, teach
     """Load the pair named by two cards (``model=None``: ``teacher``, by default the committed
     classifier); its ``attributes`` are those both models predict. A black box's gradients are
     estimated in ``basis`` (default :func:`edit_basis`)."""
+    from recourse.audit.paired import Student
     from recourse.names import ATTRIBUTES
-    from recourse.paired import Student
 
     decider = load_classifier(str(variant))
     attributes = set(decider.supported_attributes)

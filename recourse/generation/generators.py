@@ -24,7 +24,7 @@ from recourse.checkpoints import load_classifier, save_classifier, write_manifes
 from recourse.data import resize_images
 from recourse.generation.face_denoiser import FaceDenoiser
 from recourse.generation.models import LatentDenoiser, PCAAutoencoder
-from recourse.paths import generator_dir, shown
+from recourse.locations import generator_dir, shown
 
 GENERATOR_FILE = "generator.json"
 FACE_DENOISER_FOLDER = "face-denoiser"

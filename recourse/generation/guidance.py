@@ -169,7 +169,7 @@ class CounterfactualResult:
     config: CounterfactualConfig
     seconds: float
     # The whole edits before their stop, (B, 3, H, W): each counterfactual lies on the straight
-    # path from its original to its edit (recourse.recourse_path). The walks stop at their last
+    # path from its original to its edit (recourse.audit.edit_path). The walks stop at their last
     # step: their edit is the counterfactual itself.
     edits: torch.Tensor | None = None
 

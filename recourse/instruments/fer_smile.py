@@ -46,7 +46,7 @@ from torch import nn
 
 from recourse.checkpoints import CONFIG_FILE, CheckpointError, load_weights, read_config
 from recourse.faces import HQ_BOX_CENTER, HQ_BOX_WIDTH
-from recourse.paths import checkpoints_dir, shown
+from recourse.locations import checkpoints_dir, shown
 
 ARCHITECTURE = "MiniXception"
 # fer.FER._get_labels(): the network's output order.

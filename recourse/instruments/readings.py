@@ -19,7 +19,7 @@ import torch
 
 from recourse.instruments.calibration import Calibration
 from recourse.instruments.independent import judge
-from recourse.paths import assets_dir
+from recourse.locations import assets_dir
 
 CALIBRATIONS = "results/independent-judges-test.json"
 

@@ -11,16 +11,19 @@ import datetime
 import html
 import json
 import re
+from typing import TYPE_CHECKING
 
-from recourse.audit_instruments import JudgeView
-from recourse.audit_result import AuditResult, Predictions
-from recourse.audit_verdict import judge_says, sizes_withheld
+from recourse.audit.edit_path import divergence_sentence
+from recourse.audit.image_noise_floor import BOUNDARY_LOGIT
+from recourse.audit.instruments import JudgeView
+from recourse.audit.verdict import judge_says, sizes_withheld
 from recourse.data import ATTRIBUTES
-from recourse.noise_floor import BOUNDARY_LOGIT
-from recourse.recourse_path import divergence_sentence
 from recourse.render.methods import method_summary
 from recourse.render.path_plot import path_svg
 from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, display_pictures, png_data_uri
+
+if TYPE_CHECKING:  # the result this renders imports this module to save itself
+    from recourse.audit.result import AuditResult, Predictions
 
 # (key, plain label, symbol, one-line meaning): the value cards, in order. The label is what a card
 # shows; the symbol (docs/metrics.md) is its tooltip; the key is the export's, unchanged.
@@ -138,7 +141,7 @@ def _card_value(result: AuditResult, key: str) -> tuple[str, str]:
         return ("valid ✓", _GOOD) if value else ("not valid ✗", _BAD)
     if value is None:
         return "undefined: " + html.escape(r.reason), _NEUTRAL
-    if key in ("crg", "dirsim") and not result.compared:  # noise, not a finding (recourse.noise_floor.NOISE_FLOOR_COST)
+    if key in ("crg", "dirsim") and not result.compared:  # noise, not a finding (image_noise_floor.NOISE_FLOOR_COST)
         why = "on the boundary" if abs(result.face_logit) < BOUNDARY_LOGIT else "below the noise floor"
         return f"not compared: {why}", _NEUTRAL
     if key == "dirsim":
@@ -153,7 +156,7 @@ _JUDGE_NOTE = {"not counted": " Not counted: it saw the target on the face alrea
 
 
 def strong_judge_says(result: AuditResult, model: str) -> str:
-    """:func:`recourse.audit_verdict.judge_says` for the stronger judge, or why it is absent ("not trained")."""
+    """:func:`recourse.audit.verdict.judge_says` for the stronger judge, or why it is absent ("not trained")."""
     if result.strong_judge is None:
         return result.missing.get("strong_judge", "no judge")
     return judge_says(result.strong_judge, model)

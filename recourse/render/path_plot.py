@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import html
 
-from recourse.recourse_path import RecoursePath, divergence_sentence
+from recourse.audit.edit_path import RecoursePath, divergence_sentence
 
 WIDTH, HEIGHT = 380, 210
 # 12 user units: drawn at 11 px or more down to a plot 348 px wide (a 390-px phone, app.css)
@@ -25,7 +25,7 @@ def _scale(low: float, high: float, out_low: float, out_high: float):
 def path_svg(path: RecoursePath, student_name: str, shown_alpha: float | None = None,
              sizes_compared: bool = True) -> str:
     """The plot of one path; ``shown_alpha`` marks the image shown beside it; ``sizes_compared``
-    as in :func:`recourse.recourse_path.divergence_sentence` (its spoken label)."""
+    as in :func:`recourse.audit.edit_path.divergence_sentence` (its spoken label)."""
     sign = 1.0 if path.target == 1 else -1.0
     teacher = [sign * v for v in path.teacher_logits]
     student = [sign * v for v in path.student_logits]

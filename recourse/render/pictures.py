@@ -18,7 +18,7 @@ from PIL import Image, ImageDraw
 from recourse.data import resize_images
 
 if TYPE_CHECKING:
-    from recourse.audit_result import AuditResult
+    from recourse.audit.result import AuditResult
 
 DISPLAY_SIZE = 256
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from recourse.audit_result import AuditResult
-from recourse.audit_verdict import judge_says
+from recourse.audit.result import AuditResult
+from recourse.audit.verdict import judge_says
 from recourse.evaluation import AccuracyResult
 from recourse.generation.quality import QualityReport
 from recourse.instruments.set_verdicts import verdict_line

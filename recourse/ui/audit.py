@@ -16,22 +16,22 @@ import torch
 from gradio_client import handle_file
 from PIL import Image
 
-from recourse.audit import audit_steps
-from recourse.audit_verdict import sizes_withheld
+from recourse.audit.edit_path import divergence_sentence
+from recourse.audit.pipeline import audit_steps
+from recourse.audit.verdict import sizes_withheld
 from recourse.data import ATTRIBUTES, to_float_images
-from recourse.inputs import Bounded, Choice, UploadedImage, WholeNumber
-from recourse.memory import give_back
+from recourse.locations import assets_dir, variants_dir
 from recourse.models import VARIANTS, variant_bits, variant_status
-from recourse.paths import assets_dir, variants_dir
-from recourse.recourse_path import divergence_sentence
 from recourse.render.audit_html import (
     attribution_table, evidence_table, predictions_chart, stops_summary, value_cards,
 )
-from recourse.render.path_plot import path_svg
 from recourse.render.methods import CONTROL_LABELS, METHOD_CHOICES, METHOD_CONTROLS, METHOD_NOTES, method_summary
+from recourse.render.path_plot import path_svg
 from recourse.render.pictures import display_pictures, enlarge, to_pil
 from recourse.ui import limits
 from recourse.ui.errors import EXPECTED_ERRORS, Refusal, unexpected, without_paths
+from recourse.ui.serve.inputs import Bounded, Choice, UploadedImage, WholeNumber
+from recourse.ui.serve.memory import give_back
 from recourse.ui.settings import DEFAULTS, STOPS, _number, deadline, method_from, settings_from
 from recourse.ui.storage import export, shareable
 from recourse.ui.texts import BUDGET_NOTE, GALLERY_LABEL, GLOSSARY
@@ -107,7 +107,7 @@ class PathState:
     edits: tuple[torch.Tensor, torch.Tensor]  # the full-precision model's, the compressed model's
     paths: tuple
     variant: str
-    sizes_compared: bool = True  # False: the captions give no "needs N% more" (audit_verdict.sizes_withheld)
+    sizes_compared: bool = True  # False: the captions give no "needs N% more" (recourse.audit.verdict.sizes_withheld)
 
 
 def path_state(result) -> PathState | None:
@@ -280,7 +280,7 @@ class AuditTab:
         except Exception as error:  # noqa: BLE001 — a public app answers every request
             raise unexpected(error) from None
         finally:
-            give_back()  # what the audit freed goes back to the system (recourse.memory)
+            give_back()  # what the audit freed goes back to the system (recourse.ui.serve.memory)
 
 
 def _image_options() -> tuple[dict, dict]:

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 import gradio as gr
 
 from recourse.benchmark import BenchmarkResult
-from recourse.inputs import OneOf
-from recourse.paths import assets_dir
+from recourse.locations import assets_dir
 from recourse.render.benchmark import accuracy_plot, display_rows
 from recourse.ui.errors import Refusal, without_paths
+from recourse.ui.serve.inputs import OneOf
 
 BENCHMARKS = {"test split, registered run (region edit)": "results/benchmark-primary-run/benchmark.json",
               "validation margin sweep, region edit": "results/val-sweep-primary/benchmark.json",

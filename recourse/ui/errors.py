@@ -12,7 +12,7 @@ import gradio as gr
 
 from recourse.checkpoints import CheckpointError
 from recourse.data import DatasetError
-from recourse.paths import assets_dir
+from recourse.locations import assets_dir
 from recourse.ui import limits
 
 EXPECTED_ERRORS = (ValueError, CheckpointError, DatasetError, OSError)  # bad input, missing or broken checkpoints

@@ -11,20 +11,20 @@ import gradio as gr
 import numpy as np
 from PIL import Image
 
-from recourse.audit_instruments import model_resolution
-from recourse.audit_verdict import judge_says
+from recourse.audit.instruments import model_resolution
+from recourse.audit.photo_folder import Skipped, frame_photo, image_files, is_celeba_folder
+from recourse.audit.scan import FolderCase, read_folder, scan_images
+from recourse.audit.verdict import judge_says
 from recourse.data import ATTRIBUTES, SPLITS, to_float_images
-from recourse.inputs import Bounded, Choice, OneOf, UploadedFiles
-from recourse.memory import give_back
 from recourse.models import VARIANTS, load_teacher
 from recourse.progress import StageCheck, no_check
 from recourse.render.methods import method_summary
 from recourse.render.pictures import enlarge
-from recourse.photo_folder import Skipped, frame_photo, image_files, is_celeba_folder
-from recourse.scan import FolderCase, read_folder, scan_images
 from recourse.ui import limits
 from recourse.ui.audit import TARGETS, framed_tensor, gallery_faces
 from recourse.ui.errors import EXPECTED_ERRORS, Refusal, unexpected, without_paths
+from recourse.ui.serve.inputs import Bounded, Choice, OneOf, UploadedFiles
+from recourse.ui.serve.memory import give_back
 from recourse.ui.settings import DEFAULTS, deadline, scan_count, settings_from
 from recourse.ui.texts import FAILURES_INTRO, YOUR_MODELS_SCAN_NOTE
 from recourse.ui.your_models import black_box_passes, card_pair

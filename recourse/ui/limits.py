@@ -37,7 +37,7 @@ MAX_SCAN_WORK = 16 * 120 if PUBLIC else MAX_SCAN_IMAGES * 400  # walk steps
 MAX_SCAN_EDIT_WORK = 16 * 24 if PUBLIC else MAX_SCAN_IMAGES * 200  # denoiser steps
 AUDIT_SECONDS = 90.0 if PUBLIC else math.inf
 SCAN_SECONDS = 300.0 if PUBLIC else math.inf
-# What one caller may send (recourse.request_limits): a body (uploads excepted) of at most
+# What one caller may send (recourse.ui.serve.request_limits): a body (uploads excepted) of at most
 # 1 MB (no input of this app needs more: images come as uploads), uploads of at most
 # UPLOAD_QUOTA bytes per UPLOAD_WINDOW_S, and MAX_QUEUED requests waiting or running.
 MAX_BODY_BYTES = 2**20
@@ -54,7 +54,7 @@ CROWD = QUEUE_SIZE // 2
 
 def _trusted_proxies() -> int:
     """Proxies in front of the app that append the address they were reached from to
-    X-Forwarded-For (``recourse.request_limits``): ``RECOURSE_TRUSTED_PROXIES``, else one on a
+    X-Forwarded-For (``recourse.ui.serve.request_limits``): ``RECOURSE_TRUSTED_PROXIES``, else one on a
     Space (its own proxy; docs/guide.md says why one) and none elsewhere."""
     text = os.environ.get("RECOURSE_TRUSTED_PROXIES", "1" if os.environ.get("SPACE_ID") else "0")
     if not text.strip().isdigit():

@@ -10,12 +10,12 @@ from dataclasses import replace
 
 import gradio as gr
 
-from recourse.audit_result import AuditSettings, product_settings
-from recourse.generation import METHODS, CounterfactualConfig
+from recourse.audit.result import AuditSettings, product_settings
+from recourse.audit.stops import committed_stops
 from recourse.data import ATTRIBUTES
+from recourse.generation import METHODS, CounterfactualConfig
 from recourse.generation.denoised import edit_budget
 from recourse.generation.guidance import region_steps_for
-from recourse.stops import committed_stops
 from recourse.progress import StageCheck
 from recourse.ui import limits
 from recourse.ui.errors import Refusal, without_paths

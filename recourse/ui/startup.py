@@ -1,7 +1,7 @@
 """What the app does at start-up: the quick checks before it serves (the classifier and the
 generator's files, or a clear message and exit code 2; what a killed earlier run left removed),
 every other model loaded in the background once the server is up (``LOADING``), a warm-up audit
-after that, and the middleware that caps what one caller may send (recourse.request_limits).
+after that, and the middleware that caps what one caller may send (recourse.ui.serve.request_limits).
 
 The server answers as soon as the layout is built; an event that runs a model waits for the
 loading (``after_loading``), telling its caller what is being loaded and for how long, instead
@@ -25,18 +25,18 @@ import gradio as gr
 import numpy as np
 from PIL import Image
 
-from recourse.audit import audit_image
-from recourse.audit_instruments import COMMITTED, model_resolution, resolve_identity, resolve_strong_judge
-from recourse.audit_result import AuditSettings
+from recourse.audit.instruments import COMMITTED, model_resolution, resolve_identity, resolve_strong_judge
+from recourse.audit.paired import share_cores_between_paired_edits
+from recourse.audit.pipeline import audit_image
+from recourse.audit.result import AuditSettings
 from recourse.checkpoints import CheckpointError, verify_folder
-from recourse.instance_folder import prune_abandoned
+from recourse.locations import generator_dir
 from recourse.models import VARIANTS, load_generator, load_judge, load_teacher, variant_status
-from recourse.paired import share_cores_between_paired_edits
-from recourse.paths import generator_dir
-from recourse.request_limits import RequestLimits
 from recourse.ui import limits
 from recourse.ui.audit import framed_tensor, gallery_faces
 from recourse.ui.errors import without_paths
+from recourse.ui.serve.instance_folder import prune_abandoned
+from recourse.ui.serve.request_limits import RequestLimits
 from recourse.ui.storage import INSTANCE, TEMP_BASE
 
 FATAL = (CheckpointError, FileNotFoundError)  # a broken or missing classifier or generator: exit code 2
@@ -278,7 +278,7 @@ def after_loading(fn: Callable, status: gr.components.Component | None = None, n
 def queued_by(demo: gr.Blocks, client: str | None = None) -> int:
     """How many requests ``client`` (None: every caller) has waiting or running in ``demo``'s
     queue (Gradio 6.31 keeps them in ``event_ids_to_events`` from joining until they end). The
-    caller is the request's ``client``, as the middleware wrote it (recourse.request_limits)."""
+    caller is the request's ``client``, as the middleware wrote it (recourse.ui.serve.request_limits)."""
     events = list(getattr(demo._queue, "event_ids_to_events", {}).values())
     if client is None:
         return len(events)
@@ -294,7 +294,7 @@ def distrust_forwarded_headers() -> None:
 
 
 def request_limits(demo: gr.Blocks) -> list:
-    """The middleware that caps what one caller may send (see recourse.request_limits)."""
+    """The middleware that caps what one caller may send (see recourse.ui.serve.request_limits)."""
     from gradio.route_utils import FnIndexInferError
     from starlette.middleware import Middleware
 

@@ -1,7 +1,7 @@
 """Where this app keeps files, and what it gives out in them.
 
 Each running app keeps its uploads, Gradio's cache and its exports in a folder of its own
-inside the shared temporary folder (recourse.instance_folder): it cleans only what it made,
+inside the shared temporary folder (recourse.ui.serve.instance_folder): it cleans only what it made,
 and what a killed instance left once nobody holds it. Children (tests' app processes) share
 the same base instead of nesting in this instance's folder. The folder is claimed when this
 module is imported, and ``GRADIO_TEMP_DIR`` pointed into it: before any component is built.
@@ -18,10 +18,10 @@ import time
 from dataclasses import replace
 from pathlib import Path
 
-from recourse.instance_folder import claim
 from recourse.render.audit_html import audit_record, report_html
 from recourse.ui import limits
 from recourse.ui.limits import EXPORT_LIFETIME_S
+from recourse.ui.serve.instance_folder import claim
 
 TEMP_BASE = Path(os.environ.get("RECOURSE_TEMP_BASE") or os.environ.get("GRADIO_TEMP_DIR")
                  or Path(tempfile.gettempdir()) / "gradio")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from recourse import faces
-from recourse.noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST
+from recourse.audit.image_noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST
 from recourse.ui import limits
 from recourse.ui.settings import DEFAULTS
 

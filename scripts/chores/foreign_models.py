@@ -39,7 +39,7 @@ from recourse.foreign.adapter import ForeignClassifier
 from recourse.foreign.cards import write_card
 from recourse.foreign.export import export_onnx, quantize_onnx_static, quantize_program_pt2e, save_program
 from recourse.foreign.loaders import load_foreign, onnx_session
-from recourse.paths import checkpoints_dir
+from recourse.locations import checkpoints_dir
 
 BATCH = 64
 

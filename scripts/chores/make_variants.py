@@ -26,7 +26,7 @@ import sys
 import time
 from pathlib import Path
 
-from recourse.paths import variants_dir
+from recourse.locations import variants_dir
 
 SEEDS = (0, 1, 2)
 

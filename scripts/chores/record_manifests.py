@@ -14,7 +14,7 @@ import argparse
 from pathlib import Path
 
 from recourse.checkpoints import CONFIG_FILE, write_manifest
-from recourse.paths import checkpoints_dir, shown
+from recourse.locations import checkpoints_dir, shown
 
 
 def committed_folders(root: Path) -> list[Path]:

@@ -36,7 +36,7 @@ from recourse.checkpoints import load_classifier
 from recourse.data import ATTRIBUTES, QUALITY_ATTRIBUTES, load_split
 from recourse.generation import METHODS, CounterfactualConfig, default_generator, load_generator
 from recourse.instruments.rating import PAIR_KEYS, RatingError, load_pairs, merge_pairs, rating_page, save_pairs
-from recourse.paths import DEFAULT_CACHE, teacher_dir, writable_file, writable_folder
+from recourse.locations import DEFAULT_CACHE, teacher_dir, writable_file, writable_folder
 from scripts.figures.export_pairs import make_pairs
 
 # The checkout the package was imported from: the faces must never land where git could commit them.

@@ -4,7 +4,7 @@ For each of the eight judged attributes, one sheet (``docs/contact-sheets/<attri
 a row per gallery face (public-domain portraits, ``assets/gallery/SOURCES.md``), with the
 original, the full-precision classifier's counterfactual, a 4-bit variant's counterfactual
 (same settings), and both differences, each shown where the app shows it: at the visible stop
-of the model's whole edit (``recourse.stops``). The caption gives each model's p before →
+of the model's whole edit (``recourse.audit.stops``). The caption gives each model's p before →
 after, and the robust judge's p on the face and on both counterfactuals (it scores, it never
 guides).
 
@@ -21,12 +21,12 @@ import numpy as np
 import torch
 from PIL import Image, ImageDraw
 
+from recourse.audit.paired import flip_targets, stop_on_paths
+from recourse.audit.stops import committed_stops
 from recourse.data import QUALITY_ATTRIBUTES, attribute_index
 from recourse.generation import CounterfactualConfig, default_generator, generate
 from recourse.models import load_judge, load_student, load_teacher
-from recourse.paired import flip_targets, stop_on_paths
 from recourse.render.pictures import difference_map, enlarge, to_pil
-from recourse.stops import committed_stops
 
 ROOT = Path(__file__).resolve().parents[2]
 GALLERY = ROOT / "assets" / "gallery"

@@ -27,12 +27,12 @@ from pathlib import Path
 import numpy as np
 from torch import nn
 
+from recourse.audit.paired import flip_targets
 from recourse.checkpoints import load_classifier
 from recourse.data import QUALITY_ATTRIBUTES, load_split, to_float_images
 from recourse.generation import CounterfactualConfig, FaceGenerator, default_generator, generate
 from recourse.instruments.rating import save_pairs
-from recourse.paired import flip_targets
-from recourse.paths import teacher_dir
+from recourse.locations import teacher_dir
 
 
 @dataclass(frozen=True)

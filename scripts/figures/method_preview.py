@@ -23,15 +23,15 @@ from pathlib import Path
 
 import torch
 
+from recourse.audit.paired import Student, flip_targets, paired_recourse
 from recourse.checkpoints import load_classifier
 from recourse.cli import on_off
 from recourse.data import attribute_index, load_split, to_float_images
 from recourse.generation import CounterfactualConfig, default_generator, load_generator
 from recourse.instruments.identity import face_descriptor, identity_result
+from recourse.locations import judge_dir, oracle_dir, strong_judge_dir
 from recourse.metrics import decisions, mean_number_of_attributes_changed
 from recourse.models import load_student, load_teacher
-from recourse.paired import Student, flip_targets, paired_recourse
-from recourse.paths import judge_dir, oracle_dir, strong_judge_dir
 from recourse.render.pictures import labelled_strip, to_pil
 
 ATTRIBUTES = ("Smiling", "Young", "Male", "Eyeglasses")

@@ -26,13 +26,13 @@ import numpy as np
 import torch
 from PIL import Image
 
-from recourse.audit import audit_image
-from recourse.audit_result import AuditSettings
+from recourse.audit.paired import share_cores_between_paired_edits
+from recourse.audit.pipeline import audit_image
+from recourse.audit.result import AuditSettings
 from recourse.generation import CounterfactualConfig
 from recourse.generation.denoised import REFERENCE_VIEWS
+from recourse.locations import assets_dir
 from recourse.models import VARIANTS
-from recourse.paired import share_cores_between_paired_edits
-from recourse.paths import assets_dir
 from scripts.figures.app_screenshot import ROOT, app_process, wait_until_ready
 
 GALLERY = ROOT / "assets" / "gallery"

@@ -33,7 +33,7 @@ from recourse.data import attribute_index, load_split, to_float_images
 from recourse.generation.quality import oracle_features
 from recourse.instruments.rating import load_pairs
 from recourse.instruments.realism import edit_discriminator
-from recourse.paths import oracle_dir
+from recourse.locations import oracle_dir
 
 
 def matched_real(pairs: dict[str, np.ndarray], real_images: np.ndarray, real_labels: np.ndarray,

@@ -44,18 +44,18 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recourse.audit_result import minimal_recourse
+from recourse import models
+from recourse.audit.result import minimal_recourse
 from recourse.checkpoints import load_classifier
 from recourse.data import load_split, to_float_images
 from recourse.foreign.adapter import ForeignClassifier
-from recourse import models
 from recourse.foreign.blackbox import (DEFAULT_SIGMA, ZerothOrderClassifier, cosine, estimate_gradient, face_basis,
                                        lowres_basis)
 from recourse.foreign.loaders import load_foreign
 from recourse.foreign.pairs import BLACK_BOX_COMPONENTS, differentiable
 from recourse.generation.models import PCAAutoencoder
+from recourse.locations import checkpoints_dir
 from recourse.names import ATTRIBUTES, COUNTERFACTUAL_METHODS, DEFAULT_ATTRIBUTES
-from recourse.paths import checkpoints_dir
 
 
 def subspace_objective(model, faces: torch.Tensor, basis: torch.Tensor, column: int, signs: torch.Tensor):
@@ -124,7 +124,7 @@ def recourse_check(classifier, generator, faces: torch.Tensor, attribute: str, k
     ``method``: the counterfactual method (default the audit's)."""
     from dataclasses import replace
 
-    from recourse.paired import Student, flip_targets, own_recourse
+    from recourse.audit.paired import Student, flip_targets, own_recourse
 
     config = minimal_recourse() if method is None else replace(minimal_recourse(), method=method)
     targets = flip_targets(classifier, faces, attribute)

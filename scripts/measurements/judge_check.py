@@ -40,9 +40,9 @@ import torch
 
 from recourse.checkpoints import load_classifier
 from recourse.data import load_framed_split, to_float_images
+from recourse.instruments.judge_robustness import attack_transfers
+from recourse.locations import guide_dir, judge_dir, shown, strong_judge_dir, teacher_dir
 from recourse.models import training_unfinished
-from recourse.paths import guide_dir, judge_dir, shown, strong_judge_dir, teacher_dir
-from recourse.robustness import attack_transfers
 
 ATTACKED = {"classifier": teacher_dir, "guide": guide_dir}
 JUDGES = {"judge": judge_dir, "strong-judge": strong_judge_dir}

@@ -32,8 +32,8 @@ from recourse.data import attribute_index, load_split
 from recourse.evaluation import predict_logits
 from recourse.instruments.readings import calibrations
 from recourse.instruments.set_verdicts import OriginalScores, set_verdicts, verdict_line
+from recourse.locations import teacher_dir
 from recourse.metrics import decisions
-from recourse.paths import teacher_dir
 
 
 def judged(saved, images: np.ndarray, targets: np.ndarray, calibrated) -> list[dict]:

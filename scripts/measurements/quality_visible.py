@@ -4,10 +4,10 @@
         --resume-dir out/quality-visible-test --json assets/results/quality-visible-test.json
 
 For each of the first ``--n`` faces and each attribute, the full-precision classifier makes the
-audit's whole edit (``recourse.audit.product_settings().edit_config``: the committed settings,
-aimed past every stop), in batches of 20 faces and timed; each stop (``recourse.stops.committed_stops``:
+audit's whole edit (``recourse.audit.result.product_settings().edit_config``: the committed settings,
+aimed past every stop), in batches of 20 faces and timed; each stop (``recourse.audit.stops.committed_stops``:
 the visible stop and the benchmark's margin) is the first point of that edit's straight path where
-the classifier is past its margin (``recourse.paired.stop_on_paths``), as the app shows it. At each
+the classifier is past its margin (``recourse.audit.paired.stop_on_paths``), as the app shows it. At each
 stop: FR, dlib's FVA, the oracle's MNAC, the independent judges' seen rate, ceiling and shift
 (``recourse.instruments.set_verdicts``), and the oracle-feature FD against real faces of the target
 class beside the real-versus-real floor (the same split's faces that are not tasks).
@@ -41,14 +41,14 @@ from safetensors.numpy import load_file as load_arrays
 from safetensors.numpy import save_file as save_arrays
 from safetensors.torch import load_file, save_file
 
-from recourse.audit import product_settings
+from recourse.audit.pipeline import product_settings
 from recourse.data import attribute_index, to_float_images
 from recourse.generation import generate, load_generator
 from recourse.generation.quality import oracle_features
 from recourse.generation.regions import REGIONS
 from recourse.instruments.realism import realism_with_floor
+from recourse.locations import generator_dir
 from recourse.names import QUALITY_ATTRIBUTES
-from recourse.paths import generator_dir
 from scripts.measurements.stop_readings import Originals, StopFaces, reading_from_faces, stop_faces
 
 CHUNK = 20  # faces per saved chunk: what a session's end can cost

@@ -22,7 +22,7 @@ from recourse.checkpoints import load_classifier
 from recourse.data import load_split, to_float_images
 from recourse.generation.quality import oracle_features
 from recourse.instruments.realism import real_floor
-from recourse.paths import oracle_dir
+from recourse.locations import oracle_dir
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -23,8 +23,8 @@ from recourse.checkpoints import load_classifier
 from recourse.data import attribute_index, load_split
 from recourse.evaluation import predict_logits
 from recourse.generation.quality import real_flip_rate
+from recourse.locations import strong_judge_dir, teacher_dir
 from recourse.metrics import decisions
-from recourse.paths import strong_judge_dir, teacher_dir
 
 
 def rescore(saved: np.lib.npyio.NpzFile, images: np.ndarray, classifier: torch.nn.Module,

@@ -26,9 +26,9 @@ import json
 import time
 from pathlib import Path
 
-from recourse.audit_result import product_settings
-from recourse.scan_run import ScanPlan, rank_records, run_scan
-from recourse.screening import ScreenRow, shortlist
+from recourse.audit.result import product_settings
+from recourse.audit.scan_run import ScanPlan, rank_records, run_scan
+from recourse.audit.screening import ScreenRow, shortlist
 
 KS = (20, 50, 100, 200)
 MACHINES = (1, 4, 16)
@@ -60,10 +60,10 @@ def reseeded_recall(args, records: list[dict], count: int) -> dict:
     import dataclasses
 
     from recourse import models
-    from recourse.audit_instruments import model_resolution
+    from recourse.audit.instruments import model_resolution
+    from recourse.audit.scan import scan_images
+    from recourse.audit.scan_run import audit_record, framer
     from recourse.data import to_float_images
-    from recourse.scan import scan_images
-    from recourse.scan_run import audit_record, framer
 
     base = product_settings()
     settings = dataclasses.replace(base, counterfactual=dataclasses.replace(

@@ -2,7 +2,7 @@
 faces with everything read from them before any edit, and one stop of an edit read the same way.
 
 A stop is the first point of an edit's straight path where the full-precision classifier is past
-its margin (``recourse.paired.stop_on_paths``), as the app draws it; at a stop: the flip rate,
+its margin (``recourse.audit.paired.stop_on_paths``), as the app draws it; at a stop: the flip rate,
 dlib's FVA, the oracle's MNAC and the independent judges' verdicts
 (``recourse.instruments.set_verdicts``).
 
@@ -18,6 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import torch
 
+from recourse.audit.paired import stop_on_paths
 from recourse.checkpoints import load_classifier
 from recourse.data import attribute_index, load_split, to_float_images
 from recourse.evaluation import predict_logits
@@ -25,9 +26,8 @@ from recourse.generation.quality import oracle_features
 from recourse.instruments.identity import Descriptors, face_descriptor, identity_result
 from recourse.instruments.readings import calibrations
 from recourse.instruments.set_verdicts import OriginalScores, after_scores, verdicts_from_scores
+from recourse.locations import oracle_dir, teacher_dir
 from recourse.metrics import decisions, flip_rate, mean_number_of_attributes_changed
-from recourse.paired import stop_on_paths
-from recourse.paths import oracle_dir, teacher_dir
 
 
 @dataclass

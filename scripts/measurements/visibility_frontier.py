@@ -38,8 +38,8 @@ from recourse.data import attribute_index, load_framed_split, to_float_images
 from recourse.generation import CounterfactualConfig, default_generator, generate
 from recourse.generation.guidance import cone_projection, guide_objective, past_margin
 from recourse.generation.quality import real_flip_rate
+from recourse.locations import oracle_dir, teacher_dir
 from recourse.metrics import decisions, mean_number_of_attributes_changed, recourse_cost
-from recourse.paths import oracle_dir, teacher_dir
 from recourse.render.pictures import enlarge, to_pil
 from scripts.figures.contact_sheets import gallery_faces
 

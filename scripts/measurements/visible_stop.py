@@ -8,7 +8,7 @@ The edits are the full-precision classifier's; the judges are trained on other f
 For each face and attribute the judges cover, the full-precision classifier makes one edit
 aimed past the largest candidate stop (``--edit-margin``, the audit's edit); each candidate
 stop is the first point of that edit's straight path where the classifier is past its margin
-(``recourse.paired.stop_on_paths``), so every stop is a point of the same path the app draws.
+(``recourse.audit.paired.stop_on_paths``), so every stop is a point of the same path the app draws.
 At each stop: the independent judges' shift and seen rate over their ceiling (mean over the
 attribute × target groups, ``recourse.instruments.set_verdicts``), dlib's FVA, the oracle's
 MNAC and the flip rate. The rule, fixed before the run (``docs/metrics.md``, "The visible
@@ -32,7 +32,7 @@ import torch
 
 from recourse.data import attribute_index
 from recourse.generation import CounterfactualConfig, generate, load_generator
-from recourse.paths import generator_dir
+from recourse.locations import generator_dir
 from scripts.measurements.stop_readings import Originals, read_stop
 
 PLATEAU = 0.9  # a stop is on the plateau once its mean shift reaches this share of the largest

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 
-from recourse.paths import project_root
+from recourse.locations import project_root
 from scripts.docs.results import pages
 
 

@@ -6,7 +6,7 @@ import json
 import re
 from pathlib import Path
 
-from recourse.paths import assets_dir
+from recourse.locations import assets_dir
 
 # Files under assets/archive/: runs of settings other than today's defaults (the cone walk's
 # benchmarks and their replication, its quality, ablation and stability runs, the denoised

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from recourse.paths import project_root
+from recourse.locations import project_root
 from scripts.docs.results import benchmark, classifier, default_benchmark, files, foreign, quality, stability
 
 DOCS = project_root() / "docs" / "results"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 
 from recourse.cli import reproduction
-from recourse.paths import assets_dir
+from recourse.locations import assets_dir
 from scripts.docs.results import default_quality, files, instruments
 from scripts.docs.results.files import rate
 

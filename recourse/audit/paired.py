@@ -158,7 +158,7 @@ class StudentRecourse:
     partial_on_teacher: torch.Tensor  # the decider's logits of a at x + α(x'_f − x), (N, len(PARTIAL_FRACTIONS))
     logit_on_own: torch.Tensor  # the decider's logit of a at x'_g
     twin_probability_after: torch.Tensor  # the twin's p_a(x'_g)
-    edits: torch.Tensor | None = None  # the whole edits x'_g was stopped on (recourse.recourse_path)
+    edits: torch.Tensor | None = None  # the whole edits x'_g was stopped on (recourse.audit.edit_path)
 
 
 def own_seeds(student: Student, seeds: tuple[int, ...] | None, config: CounterfactualConfig,

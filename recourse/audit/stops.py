@@ -21,7 +21,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
-from recourse.paths import assets_dir
+from recourse.locations import assets_dir
 from recourse.validation import check_float
 
 VAL_SWEEP = "results/val-sweep-denoised.json"  # the benchmark's margin, chosen on validation

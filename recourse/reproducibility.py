@@ -18,10 +18,10 @@ import time
 
 import torch
 
+from recourse.audit.paired import flip_targets, paired_recourse
 from recourse.data import DEFAULT_ATTRIBUTES
 from recourse.generation import generate
 from recourse.names import STABILITY_CHECKS as CHECKS
-from recourse.paired import flip_targets, paired_recourse
 
 
 def nudge_one_pixel(images: torch.Tensor, seed: int) -> torch.Tensor:

@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from recourse.robustness import attack_transfer, attack_transfers, linf_attack
+from recourse.instruments.judge_robustness import attack_transfer, attack_transfers, linf_attack
 from recourse.training import l2_pgd
 from tests.conftest import BrightnessModel
 

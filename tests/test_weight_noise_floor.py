@@ -1,6 +1,6 @@
 import torch
 
-from recourse.controls import matched_noise, noisy_copy
+from recourse.benchmark.weight_noise_floor import matched_noise, noisy_copy
 from recourse.metrics import agreement, decisions
 from tests.conftest import tiny_classifier
 

@@ -12,7 +12,7 @@ with one plain reason, so that a scan can say "N ranked, K skipped" and name eac
 * ``no face``: no face found at any size;
 * ``drawing``: a face on blank paper (a line drawing), which the classifier never saw.
 
-A folder in one of the CelebA layouts keeps its own reading (``recourse.scan.read_folder``).
+A folder in one of the CelebA layouts keeps its own reading (``recourse.audit.scan.read_folder``).
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ MIN_FACE_PIXELS = 42
 # A line drawing: most of the framed face's middle (its central half, where a photo shows skin)
 # is bright, colourless paper. On the 500 test faces of the split that share was 0 at the
 # median and 0.17 at most; on pencil sketches of a portrait 0.54-0.57
-# (python -m recourse.photo_folder --calibrate DATA prints the real faces' side).
+# (python -m recourse.audit.photo_folder --calibrate DATA prints the real faces' side).
 PAPER_LUMINANCE = 0.9
 PAPER_CHROMA = 0.06
 DRAWING_PAPER_SHARE = 0.35
@@ -151,7 +151,7 @@ def is_celeba_folder(folder: str | os.PathLike) -> bool:
 
 def _calibrate(data: str) -> None:
     """Print the largest paper share among the test split's framed faces."""
-    from recourse.scan import read_folder
+    from recourse.audit.scan import read_folder
 
     names, images = read_folder(data, "test", 500, 64)
     shares = [paper_share((image.numpy() * 255).round().astype(np.uint8)) for image in images]

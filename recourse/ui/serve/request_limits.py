@@ -7,7 +7,7 @@ answer and nothing read:
   so that a ``data:`` URL or a 60 MB ``/queue/join`` body costs nothing;
 * an upload once the caller has uploaded ``upload_quota`` bytes within ``window_s``
   seconds (uploads are written to disk before any event runs);
-* a request to any route that starts work (``recourse.route_policy``) while the caller
+* a request to any route that starts work (``recourse.ui.serve.route_policy``) while the caller
   already has ``max_queued`` such requests in flight or events waiting or running, or, once
   ``crowd`` requests of all callers wait or run, while it has any: under a crowd each caller
   keeps one place, so that a newcomer still finds room in the queue;
@@ -32,7 +32,7 @@ import traceback
 from collections import defaultdict, deque
 from typing import Any, Awaitable, Callable
 
-from recourse import route_policy
+from recourse.ui.serve import route_policy
 
 Scope = dict[str, Any]
 Receive = Callable[[], Awaitable[dict]]
@@ -85,7 +85,7 @@ class UploadQuota:
 class RequestLimits:
     """The middleware. ``queued(client)`` counts the caller's events in the queue (waiting or
     running), ``queued_total()`` every caller's. Every route that starts work
-    (``recourse.route_policy``: the queue, the ``/call`` routes, the direct runs) passes one cap:
+    (``recourse.ui.serve.route_policy``: the queue, the ``/call`` routes, the direct runs) passes one cap:
     the caller's requests to such routes still being answered plus its events in the queue may
     not exceed ``max_queued``, or 1 once all callers' together reach ``crowd``. The requests in
     flight are counted because the queue learns of an event only when its request is answered:

@@ -15,10 +15,10 @@ import numpy as np
 import torch
 from torch import nn
 
+from recourse.audit.edit_path import RecoursePath, path_images
 from recourse.checkpoints import CheckpointError
 from recourse.instruments.identity import DLIB_THRESHOLD, Descriptors, IdentityModelError, descriptor_distances
 from recourse.instruments.readings import JudgeReading, judge_readings, path_readings
-from recourse.recourse_path import RecoursePath, path_images
 
 COMMITTED = "committed"
 
@@ -153,7 +153,7 @@ def resolve_strong_judge(judge: nn.Module | None | str, resolution: int) -> tupl
     if judge != COMMITTED:
         return judge, None
     from recourse import models
-    from recourse.paths import strong_judge_dir
+    from recourse.locations import strong_judge_dir
 
     if not strong_judge_dir().is_dir():
         return None, "not trained"

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 import torch
 
-from recourse.recourse_path import divergence_sentence, first_crossing, path_images, recourse_path
+from recourse.audit.edit_path import divergence_sentence, first_crossing, path_images, recourse_path
 
 
 class Brightness(torch.nn.Module):

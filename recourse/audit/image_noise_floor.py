@@ -1,7 +1,7 @@
 """The per-image noise floor: below it, a recourse's size and direction are noise, not findings.
 
-Shared by the audit (:mod:`recourse.audit`), its verdict, its renderings and the folder scan
-(:mod:`recourse.scan`), following ``docs/metrics.md``.
+Shared by the audit (:mod:`recourse.audit.pipeline`), its verdict, its renderings and the folder scan
+(:mod:`recourse.audit.scan`), following ``docs/metrics.md``.
 """
 
 from __future__ import annotations

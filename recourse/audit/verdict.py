@@ -5,9 +5,9 @@ from __future__ import annotations
 
 import math
 
-from recourse.audit_instruments import IdentityView, JudgeView
+from recourse.audit.image_noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared
+from recourse.audit.instruments import IdentityView, JudgeView
 from recourse.metrics import ImageRecourse
-from recourse.noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared
 
 # DirSim_i under which the verdict leads with the direction: a full-precision classifier trained
 # again with another seed reaches 62-65 against the original on average (docs/metrics.md, the

@@ -5,7 +5,7 @@ following ``docs/metrics.md``:
 
 1. align ``x`` to the training framing (uploads) or take it as given (framed tensors);
 2. both models' 40 probabilities and the attributes whose decisions differ;
-3. paired recourse (:mod:`recourse.paired`): ``x'_f`` and ``x'_g`` with the same seed, the
+3. paired recourse (:mod:`recourse.audit.paired`): ``x'_f`` and ``x'_g`` with the same seed, the
    three validities, both costs, ``CRG_i`` and ``DirSim_i``;
 4. IntegratedGradients (teacher vs twin) and Occlusion (teacher vs decider), with their
    Spearman rank correlation and top-10% IoU;
@@ -17,8 +17,8 @@ following ``docs/metrics.md``:
 
 :func:`audit_steps` yields after step 2 so that a UI can show predictions first;
 :func:`audit_image` runs it to the end. What an audit takes and gives is in
-:mod:`recourse.audit_result`, the instruments of steps 5 and 6 in :mod:`recourse.audit_instruments`,
-its verdict in plain words in :mod:`recourse.audit_verdict`.
+:mod:`recourse.audit.result`, the instruments of steps 5 and 6 in :mod:`recourse.audit.instruments`,
+its verdict in plain words in :mod:`recourse.audit.verdict`.
 """
 
 from __future__ import annotations
@@ -38,17 +38,17 @@ from torch import nn
 
 from recourse import __version__
 from recourse.attribution import AttributionComparison, compare_maps, integrated_gradients, occlusion
-from recourse.audit_instruments import (
+from recourse.audit.edit_path import RecoursePath, recourse_path
+from recourse.audit.instruments import (
     COMMITTED, JUDGED_RESOLUTION, Describe, identity_view, independent_readings, judge_view, judged_path,
     model_probabilities, model_resolution, resolve_identity, resolve_judge, resolve_strong_judge,
 )
-from recourse.audit_result import AuditResult, AuditSettings, Predictions, product_settings
+from recourse.audit.paired import Student, columns_of, paired_recourse, stop_on_paths
+from recourse.audit.result import AuditResult, AuditSettings, Predictions, product_settings
+from recourse.audit.stops import AuditStops
 from recourse.data import ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
 from recourse.metrics import ImageRecourse
-from recourse.paired import Student, columns_of, paired_recourse, stop_on_paths
-from recourse.recourse_path import RecoursePath, recourse_path
-from recourse.stops import AuditStops
 from recourse.progress import StageCheck, no_check
 
 ImageSource = str | os.PathLike | bytes | Image.Image | torch.Tensor
@@ -144,7 +144,7 @@ def audit_steps(
     ``check`` is called after each stage, decoding, aligning and each counterfactual among
     them (a time limit raises there).
 
-    ``settings`` default to the product's (:func:`recourse.audit_result.product_settings`: the
+    ``settings`` default to the product's (:func:`recourse.audit.result.product_settings`: the
     app's and the command line's). ``teacher``, ``student`` and ``generator`` default to the
     committed checkpoints (loaded once); tests pass tiny ones. ``judge`` and ``strong_judge``
     default to the committed robust judges where they are there and see the teacher's input

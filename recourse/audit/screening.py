@@ -13,7 +13,7 @@ full-precision decision, it reads:
   signed logit at that point (negative: it rejects what convinced the original), and whether
   the compressed model crosses its own boundary at all along its own path.
 
-The score mirrors the full audit's ranking (``recourse.scan.divergence_score``: a rejected
+The score mirrors the full audit's ranking (``recourse.audit.scan.divergence_score``: a rejected
 recourse, a missing recourse, the direction gap), each term made continuous so that faces
 rank without ties: ``σ(−s_g(x_f)) + σ(−s_g(x_g)) + (1 − cos)/2``.
 """

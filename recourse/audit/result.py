@@ -1,6 +1,6 @@
 """What an audit takes and gives: its settings (:class:`AuditSettings`), the predictions it
 shows first (:class:`Predictions`) and the whole result (:class:`AuditResult`) with its JSON
-values and files. Run by :mod:`recourse.audit`, drawn by :mod:`recourse.render`.
+values and files. Run by :mod:`recourse.audit.pipeline`, drawn by :mod:`recourse.render`.
 :func:`product_settings` is the one place that says how the product audits.
 """
 
@@ -14,15 +14,15 @@ from pathlib import Path
 import torch
 
 from recourse.attribution import AttributionComparison, AttributionConfig
-from recourse.audit_instruments import IdentityView, JudgeView
-from recourse.audit_verdict import identity_verdict, verdict
+from recourse.audit.edit_path import RecoursePath
+from recourse.audit.image_noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared, on_boundary
+from recourse.audit.instruments import IdentityView, JudgeView
+from recourse.audit.stops import AuditStops, stops_for
+from recourse.audit.verdict import identity_verdict, verdict
 from recourse.data import ATTRIBUTES, attribute_index
 from recourse.generation import CounterfactualConfig
 from recourse.instruments.readings import JudgeReading
 from recourse.metrics import ImageRecourse
-from recourse.noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared, on_boundary
-from recourse.recourse_path import RecoursePath
-from recourse.stops import AuditStops, stops_for
 
 
 def minimal_recourse() -> CounterfactualConfig:
@@ -39,7 +39,7 @@ class AuditSettings:
 
     counterfactual: CounterfactualConfig = field(default_factory=minimal_recourse)
     attribution: AttributionConfig = field(default_factory=AttributionConfig)
-    # Where the picture and the numbers are read on each model's edit (recourse.stops); None:
+    # Where the picture and the numbers are read on each model's edit (recourse.audit.stops); None:
     # both at the counterfactual's own margin, the stop of its edit.
     stops: AuditStops | None = None
 

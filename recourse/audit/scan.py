@@ -11,13 +11,13 @@ from pathlib import Path
 import torch
 from torch import nn
 
-from recourse.audit_instruments import COMMITTED, JudgeView, judge_view, model_resolution, resolve_judge
-from recourse.audit_result import AuditSettings
+from recourse.audit.image_noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared, on_boundary
+from recourse.audit.instruments import COMMITTED, JudgeView, judge_view, model_resolution, resolve_judge
+from recourse.audit.paired import Student, flip_targets, paired_recourse
+from recourse.audit.result import AuditSettings
 from recourse.data import DatasetError, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
 from recourse.metrics import ImageRecourse
-from recourse.noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared, on_boundary
-from recourse.paired import Student, flip_targets, paired_recourse
 from recourse.progress import StageCheck, no_check
 
 
@@ -35,12 +35,12 @@ class FolderCase:
 
     @property
     def on_boundary(self) -> bool:
-        """The face sits on the full-precision boundary (recourse.noise_floor.on_boundary): ranked apart."""
+        """The face sits on the full-precision boundary (recourse.audit.image_noise_floor.on_boundary): ranked apart."""
         return on_boundary(self.recourse, self.face_logit)
 
     @property
     def compared(self) -> bool:
-        """Whether CRG_i and DirSim_i are above the noise floor (recourse.noise_floor.compared)."""
+        """Whether CRG_i and DirSim_i are above the noise floor (recourse.audit.image_noise_floor.compared)."""
         return compared(self.recourse, self.face_logit)
 
     @property
@@ -59,7 +59,7 @@ def divergence_score(recourse: ImageRecourse, face_logit: float = float("inf")) 
     where DirSim_i is defined and both recourses are above the noise floor (the direction of
     a smaller edit is noise). ``None`` when the teacher has no valid recourse or the face
     sits on its boundary (``face_logit``: its full-precision logit; see
-    :func:`recourse.noise_floor.on_boundary`): a rejection there is a coin's toss, not a failure."""
+    :func:`recourse.audit.image_noise_floor.on_boundary`): a rejection there is a coin's toss, not a failure."""
     if not recourse.teacher_valid or on_boundary(recourse, face_logit):
         return None
     score = float(not recourse.student_accepts_teacher) + float(not recourse.student_valid)
@@ -137,7 +137,7 @@ def scan_images(
     of it would. With ``batch_size=1`` (the default) an audit of a listed image reproduces its
     row exactly; larger batches are faster but change the convolutions' rounding, which the
     student twin's quantization and twenty guided steps can amplify into visibly different values.
-    ``judge`` and ``check`` (after each counterfactual) as in :func:`recourse.audit.audit_steps`.
+    ``judge`` and ``check`` (after each counterfactual) as in :func:`recourse.audit.pipeline.audit_steps`.
     """
     from recourse import models
 

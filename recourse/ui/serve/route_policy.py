@@ -1,5 +1,5 @@
 """What each of the server's routes may do in public mode: one table, consulted by the
-request middleware (``recourse.request_limits``) before Gradio sees a request.
+request middleware (``recourse.ui.serve.request_limits``) before Gradio sees a request.
 
 Every route Gradio serves falls in one class:
 

@@ -1,6 +1,6 @@
 """A scan of a whole folder, at an auditor's scale: every photo screened cheaply
-(``recourse.screening``), the most suspicious ones given a full audit
-(``recourse.scan.scan_images``), each file ranked or listed as skipped with its reason.
+(``recourse.audit.screening``), the most suspicious ones given a full audit
+(``recourse.audit.scan.scan_images``), each file ranked or listed as skipped with its reason.
 
 The work is cut into shards of photos; each shard's screening, and each full audit, is kept
 as a small JSON file under ``out`` as soon as it is done, so that a killed scan goes on where
@@ -22,10 +22,10 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from recourse.audit_result import AuditSettings, product_settings
-from recourse.photo_folder import Skipped, frame_photo, image_files, is_celeba_folder
+from recourse.audit.photo_folder import Skipped, frame_photo, image_files, is_celeba_folder
+from recourse.audit.result import AuditSettings, product_settings
+from recourse.audit.screening import PATH_STEP_CHANGE, PATH_STEPS, ScreenRow, screen, shortlist
 from recourse.progress import Progress, silent
-from recourse.screening import PATH_STEP_CHANGE, PATH_STEPS, ScreenRow, screen, shortlist
 
 KEPT_VERSION = 1  # of the kept files' content: a file of another version is made again
 
@@ -171,7 +171,7 @@ def audit_record(case) -> dict:
 
 
 def rank_records(records: list[dict]) -> list[dict]:
-    """Worst first, as ``recourse.scan`` ranks: scored faces by divergence, then those on the
+    """Worst first, as ``recourse.audit.scan`` ranks: scored faces by divergence, then those on the
     boundary, then those without a full-precision recourse; the file name breaks ties."""
     def group(record: dict) -> int:
         return 0 if record["divergence"] is not None else (1 if record["recourse"]["teacher_valid"] else 2)
@@ -214,8 +214,8 @@ def _screening(plan, state, names, frame, teacher, student, progress) -> tuple[l
 def _audits(plan, state, chosen: list[str], frame, models: dict, progress) -> tuple[list[dict], float, int]:
     """This process's share of the full audits, run or read back; every process's gathered, and
     how many all processes ran themselves."""
+    from recourse.audit.scan import scan_images
     from recourse.data import to_float_images
-    from recourse.scan import scan_images
 
     started, records, made = time.perf_counter(), [], 0
     mine = chosen[state.process_index::state.num_processes]
@@ -249,10 +249,10 @@ def run_scan(plan: ScanPlan, progress: Progress = silent, teacher=None, student=
     """Screen every photo, give the ``plan.top`` most suspicious a full audit, rank them; the
     result on the first process, None on the others (see the module's note). ``teacher`` and
     ``student`` (default: the committed classifier and ``plan.variant``), and ``audit_models``
-    (``generator``, ``judge``), as :func:`recourse.scan.scan_images` takes them."""
+    (``generator``, ``judge``), as :func:`recourse.audit.scan.scan_images` takes them."""
     from accelerate import PartialState
 
-    from recourse.audit_instruments import model_resolution
+    from recourse.audit.instruments import model_resolution
 
     state = PartialState(cpu=True)
     teacher, student = _models(plan, teacher, student)
