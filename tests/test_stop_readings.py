@@ -1,12 +1,12 @@
-"""scripts/measurements/stop_readings.py: a stop read on every face, with the share of edits
+"""recourse/audit/stop_readings.py: a stop read on every face, with the share of edits
 that reach it (where an edit ends before the stop's margin, its stop is the whole edit)."""
 
 import torch
 from torch import nn
 
+from recourse.audit import stop_readings
+from recourse.audit.stop_readings import Originals, StopFaces, read_stop, reading_from_faces, stop_faces
 from recourse.data import attribute_index
-from scripts.measurements import stop_readings
-from scripts.measurements.stop_readings import Originals, StopFaces, read_stop, reading_from_faces, stop_faces
 
 SMILING = attribute_index("Smiling")
 

@@ -7,13 +7,21 @@ import pytest
 
 from recourse.audit import stops
 from recourse.audit.stops import AuditStops, committed_stops, stops_for
-from scripts.measurements.visible_stop import plateau_stop
+from recourse.audit.visible_stop import chosen_stop, plateau_stop
 
 
 def test_the_plateau_rule_takes_the_smallest_stop_near_the_largest_shift():
     assert plateau_stop([0, 2, 6, 10, 14], [0.2, 0.4, 0.8, 0.95, 1.0]) == 10
     assert plateau_stop([0, 2, 6], [0.2, 0.95, 1.0]) == 2
     assert plateau_stop([0, 2], [None, -0.1]) is None
+    assert plateau_stop([0, 2, 6], [0.5, float("nan"), 1.0], plateau=0.5) == 0  # an unread shift is passed over
+
+
+def test_the_committed_visible_stop_is_the_rules_on_its_own_readings():
+    record = json.loads((stops.assets_dir() / stops.VISIBLE_STOP).read_text())
+    assert chosen_stop(record) == record["chosen_stop"] == committed_stops().visible
+    assert chosen_stop({**record, "plateau": 1.0}) == max(row["stop"] for row in record["summary"])
+    assert chosen_stop({"summary": []}) is None
 
 
 def test_the_committed_stops_come_from_the_committed_files():

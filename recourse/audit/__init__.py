@@ -9,7 +9,9 @@ one part, the paired core under the benchmark for instance, does not load the re
   ``recourse audit`` run it; ``result``: its settings and typed result; ``instruments``: the
   judges and identity it reads; ``verdict``: its verdict in plain words;
 * ``edit_path``: the straight path from a face to its edit; ``stops``: the three stops on it;
-  ``image_noise_floor``: below which one face's recourse size and direction are noise;
+  ``visible_stop``: the rule that picks the visible stop, from a stop's readings on validation
+  faces (``stop_readings``); ``image_noise_floor``: below which one face's recourse size and
+  direction are noise;
 * ``photo_folder``, ``screening``, ``scan`` and ``scan_run``: a folder's photos framed or skipped,
   screened cheaply, the most suspicious audited in full, resumably over processes.
 """

@@ -8,7 +8,8 @@
   VD is small), read from the committed validation sweep: per-image validity, CRG and DirSim
   are read here by default;
 * **visible**: the stop chosen on validation as the smallest at which the judges trained on
-  other faces stop seeing more change (``scripts/measurements/visible_stop.py``): the picture is shown here.
+  other faces stop seeing more change (:mod:`recourse.audit.visible_stop`, applied to the
+  committed run of ``scripts/measurements/visible_stop.py``): the picture is shown here.
 
 All three are points of the same straight path from the face to the model's whole edit, which
 aims at the largest of them (or at the visible-stop run's own edit margin).
@@ -21,6 +22,7 @@ import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from recourse.audit.visible_stop import chosen_stop
 from recourse.locations import assets_dir
 from recourse.validation import check_float
 
@@ -85,11 +87,13 @@ def validated_benchmark_margin() -> tuple[float | None, str]:
 
 
 def chosen_visible_stop() -> tuple[float | None, float | None, str]:
-    """``(visible stop, the edit margin it was chosen on, source)`` from the committed run."""
+    """``(visible stop, the edit margin it was chosen on, source)``: the rule recomputed from the
+    committed run's readings."""
     record = _read(VISIBLE_STOP)
-    if record is None or record.get("chosen_stop") is None:
+    stop = None if record is None else chosen_stop(record)
+    if stop is None:
         return None, None, f"not chosen yet (no assets/{VISIBLE_STOP})"
-    return (float(record["chosen_stop"]), float(record["settings"]["margin"]),
+    return (float(stop), float(record["settings"]["margin"]),
             f"assets/{VISIBLE_STOP} ({record['n']} {record['split']} faces, {record['date']})")
 
 

@@ -11,8 +11,9 @@ import argparse
 
 from recourse import __version__
 from recourse.cli import (
-    audit, benchmark, claims, counterfactual, evaluate, evaluate_counterfactuals, margin_reached, method_speed, power,
-    quantize, recompute_claims, scan, stability, train_classifier, train_denoiser, train_generator,
+    audit, benchmark, claims, compare_runs, counterfactual, evaluate, evaluate_counterfactuals, margin_reached,
+    method_speed, power, quantize, recompute_claims, run_segments, scan, stability, train_classifier, train_denoiser,
+    train_generator,
 )
 
 # The commands, in the order --help lists them: a new command is a module and a line here.
@@ -33,6 +34,8 @@ COMMANDS = (
     margin_reached,
     claims,
     recompute_claims,
+    run_segments,
+    compare_runs,
 )
 
 

@@ -14,11 +14,11 @@ class beside the real-versus-real floor (the same split's faces that are not tas
 
 The edits are kept in ``--resume-dir`` in chunks, with the settings they were made with: a run
 stopped by a session's end continues where it was, and a folder made with other settings is refused.
-Each chunk is also read face by face as soon as it is made (``stop_readings.stop_faces``: logits,
-the oracle's decisions and features, dlib's descriptors, the judges' scores; no picture) and kept
-in ``--readings-dir``: a folder small enough to commit, from which a run longer than a session
-goes on in the next one, where the edits (pictures of real faces) are not kept. The pooled numbers
-(``stop_readings.reading_from_faces``) are those of reading all faces at once.
+Each chunk is also read face by face as soon as it is made (``recourse.audit.stop_readings``,
+``stop_faces``: logits, the oracle's decisions and features, dlib's descriptors, the judges'
+scores; no picture) and kept in ``--readings-dir``: a folder small enough to commit, from which
+a run longer than a session goes on in the next one, where the edits (pictures of real faces)
+are not kept. The pooled numbers (``reading_from_faces``) are those of reading all faces at once.
 """
 
 from __future__ import annotations
@@ -41,7 +41,8 @@ from safetensors.numpy import load_file as load_arrays
 from safetensors.numpy import save_file as save_arrays
 from safetensors.torch import load_file, save_file
 
-from recourse.audit.pipeline import product_settings
+from recourse.audit.result import product_settings
+from recourse.audit.stop_readings import Originals, StopFaces, reading_from_faces, stop_faces
 from recourse.data import attribute_index, to_float_images
 from recourse.generation import generate, load_generator
 from recourse.generation.quality import oracle_features
@@ -49,7 +50,6 @@ from recourse.generation.regions import REGIONS
 from recourse.instruments.realism import realism_with_floor
 from recourse.locations import generator_dir
 from recourse.names import QUALITY_ATTRIBUTES
-from scripts.measurements.stop_readings import Originals, StopFaces, reading_from_faces, stop_faces
 
 CHUNK = 20  # faces per saved chunk: what a session's end can cost
 

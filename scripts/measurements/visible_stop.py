@@ -12,8 +12,8 @@ stop is the first point of that edit's straight path where the classifier is pas
 At each stop: the independent judges' shift and seen rate over their ceiling (mean over the
 attribute × target groups, ``recourse.instruments.set_verdicts``), dlib's FVA, the oracle's
 MNAC and the flip rate. The rule, fixed before the run (``docs/metrics.md``, "The visible
-stop"): the smallest stop whose mean shift reaches :data:`PLATEAU` of the largest mean shift
-over the candidates.
+stop"; :func:`recourse.audit.visible_stop.plateau_stop`): the smallest stop whose mean shift
+reaches ``PLATEAU`` of the largest mean shift over the candidates.
 """
 
 from __future__ import annotations
@@ -30,23 +30,14 @@ from pathlib import Path
 import numpy as np
 import torch
 
+from recourse.audit.stop_readings import Originals, read_stop
+from recourse.audit.visible_stop import PLATEAU, plateau_stop
 from recourse.data import attribute_index
 from recourse.generation import CounterfactualConfig, generate, load_generator
 from recourse.locations import generator_dir
-from scripts.measurements.stop_readings import Originals, read_stop
 
-PLATEAU = 0.9  # a stop is on the plateau once its mean shift reaches this share of the largest
 STOPS = (0.0, 1.0, 2.0, 4.0, 6.0, 8.0, 10.0, 12.0, 14.0)
 JUDGED = ("Young", "Male", "Smiling", "Mouth_Slightly_Open")  # the attributes the independent judges cover
-
-
-def plateau_stop(stops: list[float], shifts: list[float], plateau: float = PLATEAU) -> float | None:
-    """The smallest stop whose mean shift reaches ``plateau`` of the largest (None without any)."""
-    finite = [s for s in shifts if s is not None and np.isfinite(s)]
-    if not finite or max(finite) <= 0:
-        return None
-    return min(stop for stop, shift in zip(stops, shifts)
-               if shift is not None and np.isfinite(shift) and shift >= plateau * max(finite))
 
 
 def _mean(values: list[float]) -> float | None:

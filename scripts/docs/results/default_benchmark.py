@@ -8,11 +8,11 @@ own). Drawn from the committed files only."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
 
 from recourse.benchmark import BenchmarkResult
 from recourse.benchmark.rows import NOISE_CONTROL, family_of
 from recourse.benchmark.sweep import NOISE_VD_LIMIT, SweepPoint, chosen_margin, noise_control_vd
+from recourse.benchmark.wall_time import segment_seconds
 from recourse.render.claims import claims_table, direction_table, equivalence_table, wilson_table
 from recourse.render.sweep_curves import curve_charts
 
@@ -92,12 +92,6 @@ def power_choice(power: dict, n: int) -> list[str]:
               + (f" Underpowered at N = {n} (reported, not claimed unless the corrected test holds anyway): "
                  f"{'; '.join(not_carried)}." if not_carried else ""), ""]
     return lines
-
-
-def segment_seconds(segments: dict) -> float:
-    """Wall seconds of a resumed run: each segment's end − start, less its pauses."""
-    return sum((datetime.fromisoformat(s["end"]) - datetime.fromisoformat(s["start"])).total_seconds()
-               - 60 * s.get("paused_minutes", 0.0) for s in segments["segments"])
 
 
 def wall_time(result: BenchmarkResult, sweep_seconds: float | None, segments: dict | None) -> list[str]:

@@ -45,16 +45,19 @@ def location(name: str) -> str:
 _RECORDED = re.compile(r"assets/(?:results/)?(" + "|".join(map(re.escape, ARCHIVED)) + r")(?![\w.-])")
 
 # A command recorded before scripts/ was sorted by what each script makes names the script
-# ``python -m scripts.NAME``: today it is ``scripts/<folder>/NAME.py``, or a recourse command.
+# ``python -m scripts.NAME``: today it is ``scripts/<folder>/NAME.py``, or a recourse command;
+# one recorded as ``python -m scripts.<folder>.NAME`` may since have become a recourse command.
 RECOURSE_COMMANDS = {"claims": "claims", "margin_reached": "margin-reached", "method_speed": "method-speed",
-                     "power": "power", "stability": "stability"}
+                     "power": "power", "stability": "stability", "compare_runs": "compare-runs",
+                     "run_segments": "run-segments"}
 _SCRIPTS = Path(__file__).resolve().parents[2]
 MOVED_SCRIPTS = {
     **{path.stem: f"python -m scripts.{path.parent.name}.{path.stem}" for path in sorted(_SCRIPTS.glob("*/*.py"))
        if not path.stem.startswith("_")},
     **{name: f"python -m recourse {command}" for name, command in RECOURSE_COMMANDS.items()},
 }
-_RECORDED_SCRIPT = re.compile(r"python -m scripts\.(" + "|".join(map(re.escape, MOVED_SCRIPTS)) + r")(?![\w.])")
+_RECORDED_SCRIPT = re.compile(r"python -m scripts\.(?:[a-z]+\.)?(" + "|".join(map(re.escape, MOVED_SCRIPTS))
+                              + r")(?![\w.])")
 
 
 def current_paths(text: str) -> str:

@@ -11,11 +11,11 @@ from recourse.benchmark import BenchmarkResult
 from recourse.benchmark.judged_shares import shares_by_attribute
 from recourse.benchmark.saved_columns import read_columns
 from recourse.benchmark.sweep import SweepPoint, family_curves, noise_band, outside_band
+from recourse.benchmark.wall_time import segment_seconds
 from recourse.render.claims import correction_name, held_claims, statistics_report
 from recourse.render.semantic import judges_table, registered_summary, registered_table
 from recourse.render.sweep_curves import CURVE_LABELS, curve_charts
 from scripts.docs.results import files
-from scripts.docs.results.default_benchmark import segment_seconds
 
 REGISTRATION = "benchmark-primary.json"
 RUN_FOLDER = "benchmark-primary-run"  # under assets/results/: the run's record, markdown and columns as written
@@ -166,7 +166,7 @@ def wall_time(segments: dict | None, rerun: dict | None = None, compared: dict |
                   f"parts compared, largest difference {max(largest.values()):g}; "
                   f"{len(differences)} values of the record differ, clock readings left out"
                   + (f" ({', '.join(differences[:5])}{' …' if len(differences) > 5 else ''})" if differences else "")
-                  + f" (`{files.location(RERUN_COMPARED)}`):", "", "```bash", compared["command"], "```", ""]
+                  + f" (`{files.location(RERUN_COMPARED)}`):", "", "```bash", files.current_paths(compared["command"]), "```", ""]
     return lines
 
 

@@ -1,5 +1,7 @@
-"""What the two stop-reading scripts share (``visible_stop``, ``quality_visible``): the split's
-faces with everything read from them before any edit, and one stop of an edit read the same way.
+"""One stop of the full-precision classifier's edits, read on a split's faces: what the visible
+stop is chosen from (:mod:`recourse.audit.visible_stop`) and what the quality page reports at it
+(``scripts/measurements/visible_stop.py``, ``quality_visible.py``). The split's faces come with
+everything read from them before any edit, so every stop of an edit is read the same way.
 
 A stop is the first point of an edit's straight path where the full-precision classifier is past
 its margin (``recourse.audit.paired.stop_on_paths``), as the app draws it; at a stop: the flip rate,

@@ -1,9 +1,11 @@
+"""A run's wall time from its timing log (recourse/benchmark/wall_time.py, ``recourse run-segments``)."""
+
 from datetime import datetime
 
 import pytest
 
-from scripts.docs.results.default_benchmark import segment_seconds
-from scripts.measurements import run_segments
+from recourse.benchmark.wall_time import segment_seconds, segments_of
+from recourse.cli import main
 
 LOG = ["segment start 2026-12-06T10:00:00", "pause 2026-12-06T10:20:00", "resume 2026-12-06T10:30:00",
        "cut 2026-12-06T11:00:00", "", "segment start 2026-12-07T09:00:00", "pause 2026-12-07T09:10:00",
@@ -11,7 +13,7 @@ LOG = ["segment start 2026-12-06T10:00:00", "pause 2026-12-06T10:20:00", "resume
 
 
 def test_segments_add_up_their_spans_less_their_pauses():
-    segments = run_segments.segments_of(LOG, end=datetime(2026, 12, 7, 10, 0))
+    segments = segments_of(LOG, end=datetime(2026, 12, 7, 10, 0))
     assert segments == [{"start": "2026-12-06T10:00:00", "end": "2026-12-06T11:00:00", "paused_minutes": 10.0},
                         {"start": "2026-12-07T09:00:00", "end": "2026-12-07T10:00:00", "paused_minutes": 1.5}]
     assert segment_seconds({"segments": segments}) == (50 + 58.5) * 60  # the page reads them the same way
@@ -27,13 +29,23 @@ def test_segments_add_up_their_spans_less_their_pauses():
 ])
 def test_a_log_that_cannot_be_read_says_why(lines, message):
     with pytest.raises(ValueError, match=message):
-        run_segments.segments_of(lines, end=datetime(2026, 12, 7))
+        segments_of(lines, end=datetime(2026, 12, 7))
 
 
 def test_the_command_writes_what_the_page_reads(tmp_path, capsys):
     (tmp_path / "segments.log").write_text("\n".join(LOG) + "\n")
     out = tmp_path / "segments.json"
-    assert run_segments.main([str(tmp_path / "segments.log"), "--end", "2026-12-07T10:00:00", "--how", "timed",
-                              "--json", str(out)]) == 0
+    assert main(["run-segments", str(tmp_path / "segments.log"), "--end", "2026-12-07T10:00:00", "--how", "timed",
+                 "--json", str(out)]) == 0
     assert "2 segment(s), 11.5 min paused: 1.81 h of wall time" in capsys.readouterr().out
     assert '"how": "timed"' in out.read_text()
+
+
+def test_a_missing_log_or_end_is_said_in_one_line(tmp_path, capsys):
+    out = str(tmp_path / "segments.json")
+    assert main(["run-segments", str(tmp_path / "absent.log"), "--end", "2026-12-07T10:00:00", "--how", "x",
+                 "--json", out]) == 2
+    assert "cannot read" in capsys.readouterr().err
+    (tmp_path / "segments.log").write_text("\n".join(LOG) + "\n")
+    assert main(["run-segments", str(tmp_path / "segments.log"), "--how", "x", "--json", out]) == 2
+    assert "give --record or --end" in capsys.readouterr().err
