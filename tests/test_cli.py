@@ -367,11 +367,11 @@ def test_audit_command_audits_several_photos_with_the_models_loaded_once(project
 def _forget_loaded_instruments() -> None:
     """Every model, judge, dlib model and stop an audit caches, forgotten: the next audit loads them."""
     from recourse.audit import stops
-    from recourse.instruments import age_gender, fer_smile, identity, readings
+    from recourse.instruments import age_gender, dlib_faces, fer_smile, identity, readings
     from tests.conftest import clear_loaded_models
 
     clear_loaded_models()
-    for cached in (stops.committed_stops, identity.face_descriptor, age_gender.shape_predictor, age_gender._detector,
+    for cached in (stops.committed_stops, identity.face_descriptor, dlib_faces.shape_predictor, dlib_faces.face_detector,
                    age_gender.default_models, fer_smile.default_model, readings.calibrations):
         cached.cache_clear()
 

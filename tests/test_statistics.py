@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from recourse.benchmark.statistics import (
-    benjamini_hochberg, dirichlet_weights, holm, independent_discordance, multinomial_counts,
+    benjamini_hochberg, detectable_paired_difference, dirichlet_weights, holm, independent_discordance, multinomial_counts,
     newcombe_paired_interval, normal_p_value, normal_quantile, pairs_for_mean_difference,
     pairs_for_paired_proportions, seed_level_draws, student_t_cdf, student_t_quantile, tost, tost_paired,
     wilson_interval,
@@ -107,6 +107,13 @@ def test_power_calculations_on_known_answers():
     assert independent_discordance(0.1, 0.2) == pytest.approx(0.1 * 0.8 + 0.2 * 0.9)
     with pytest.raises(ValueError):
         pairs_for_paired_proportions(0.3, 0.2)  # more difference than discordant pairs
+
+
+def test_the_detectable_difference_is_the_sample_size_solved_for_the_difference():
+    detectable = detectable_paired_difference(155, 0.2)  # the 155 pairs above detect about 0.1
+    assert detectable == pytest.approx(0.1, abs=5e-4) and pairs_for_paired_proportions(detectable, 0.2) <= 155
+    assert detectable_paired_difference(620, 0.2) < detectable  # more pairs, a smaller difference
+    assert math.isnan(detectable_paired_difference(5, 0.05))  # no difference a 5% discordance allows
 
 
 def test_normal_p_value():

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, fields
 from typing import Literal
 
 import torch
@@ -146,17 +146,41 @@ class RecourseColumns:
 
 
 @dataclass(frozen=True)
-class StudentRecourse:
-    """The student's side of a batch of tasks. ``counterfactuals`` ``(N, 3, H, W)``; the rest ``(N,)``."""
+class DecidedRecourse:
+    """What the student's deciding model makes of both recourses of a batch of tasks, each ``(N,)``."""
 
-    counterfactuals: torch.Tensor  # x'_g
     accepts_teacher: torch.Tensor  # V_g(x'_f)
     valid: torch.Tensor  # V_g(x'_g)
-    cost: torch.Tensor
-    cosine: torch.Tensor
+    cost: torch.Tensor  # c(x, x'_g)
+    cosine: torch.Tensor  # cos(x'_f − x, x'_g − x)
     logit_on_teacher: torch.Tensor  # the decider's logit of a at x'_f
     partial_on_teacher: torch.Tensor  # the decider's logits of a at x + α(x'_f − x), (N, len(PARTIAL_FRACTIONS))
     logit_on_own: torch.Tensor  # the decider's logit of a at x'_g
+
+
+@torch.no_grad()
+def decided_recourse(decider: nn.Module, images: torch.Tensor, attribute: str, targets: torch.Tensor,
+                     teacher_counterfactuals: torch.Tensor, own_counterfactuals: torch.Tensor,
+                     own_cost: torch.Tensor | None = None) -> DecidedRecourse:
+    """The student's ``decider`` on the teacher's ``x'_f`` (and its partial edits) and on the
+    student's own ``x'_g``, for images ``(N, 3, H, W)`` and targets ``(N,)``; ``own_cost``: the
+    cost its edit measured (default: :func:`recourse.metrics.recourse_cost`)."""
+    targets = torch.as_tensor(targets).long()
+    on_teacher, partial = boundary_logits(decider, images, teacher_counterfactuals, attribute)
+    on_own = decider(own_counterfactuals)[:, attribute_index(attribute)]
+    return DecidedRecourse(
+        accepts_teacher=validity(decisions(on_teacher), targets), valid=validity(decisions(on_own), targets),
+        cost=recourse_cost(images, own_counterfactuals) if own_cost is None else own_cost,
+        cosine=direction_cosines(teacher_counterfactuals - images, own_counterfactuals - images),
+        logit_on_teacher=on_teacher, partial_on_teacher=partial, logit_on_own=on_own)
+
+
+@dataclass(frozen=True, kw_only=True)
+class StudentRecourse(DecidedRecourse):
+    """The student's side of a batch of tasks: its own counterfactuals ``(N, 3, H, W)`` and what
+    its decider makes of both recourses, each ``(N,)``."""
+
+    counterfactuals: torch.Tensor  # x'_g
     twin_probability_after: torch.Tensor  # the twin's p_a(x'_g)
     edits: torch.Tensor | None = None  # the whole edits x'_g was stopped on (recourse.audit.edit_path)
 
@@ -195,25 +219,18 @@ def student_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor
     where it stops, so that at margin 0 the student's own recourse is valid for the model
     that decides; the twin's boundary can sit a rounding step from the decider's
     (``docs/guide.md``, compression). ``own``: the student's own recourse, already made."""
-    index = attribute_index(attribute)
     if own is None:
         own = own_recourse(images, attribute, targets, student, config, generator, seeds, stop_on_decider)
-    on_teacher, partial = boundary_logits(student.decider, images, teacher_counterfactuals, attribute)
-    with torch.no_grad():
-        on_own = student.decider(own.images)[:, index]
-    return StudentRecourse(
-        counterfactuals=own.images,
-        accepts_teacher=validity(decisions(on_teacher), targets.long()),
-        valid=validity(decisions(on_own), targets.long()),
-        cost=own.cost,
-        cosine=direction_cosines(teacher_counterfactuals - images, own.images - images),
-        logit_on_teacher=on_teacher, partial_on_teacher=partial, logit_on_own=on_own,
-        twin_probability_after=own.probability_after, edits=own.edits,
-    )
+    decided = decided_recourse(student.decider, images, attribute, targets, teacher_counterfactuals, own.images,
+                               own.cost)
+    return StudentRecourse(**{field.name: getattr(decided, field.name) for field in fields(decided)},
+                           counterfactuals=own.images, twin_probability_after=own.probability_after, edits=own.edits)
 
 
-def columns(teacher_valid: torch.Tensor, teacher_cost: torch.Tensor, teacher_logit: torch.Tensor,
-            teacher_partial: torch.Tensor, targets: torch.Tensor, student: StudentRecourse) -> RecourseColumns:
+def columns(targets: torch.Tensor, teacher_valid: torch.Tensor, teacher_cost: torch.Tensor,
+            teacher_logit: torch.Tensor, teacher_partial: torch.Tensor, student: DecidedRecourse) -> RecourseColumns:
+    """The per-task columns of the teacher's side and what the student's decider made of both
+    recourses: every recourse metric is computed from these."""
     return RecourseColumns(
         target=targets.long(), teacher_valid=teacher_valid.bool(),
         student_accepts_teacher=student.accepts_teacher.bool(), student_valid=student.valid.bool(),
@@ -274,7 +291,7 @@ def paired_recourse(images: torch.Tensor, attribute: str, targets: torch.Tensor,
     check("compressed counterfactual")
     teacher_logit, teacher_partial = boundary_logits(teacher, images, teacher_result.images, attribute)
     return PairedRecourse(teacher_result, student_result,
-                          columns(teacher_result.valid, teacher_result.cost, teacher_logit, teacher_partial, targets,
+                          columns(targets, teacher_result.valid, teacher_result.cost, teacher_logit, teacher_partial,
                                   student_result))
 
 
@@ -295,17 +312,9 @@ def columns_of(images: torch.Tensor, attribute: str, targets: torch.Tensor, teac
                teacher_counterfactuals: torch.Tensor, student_counterfactuals: torch.Tensor) -> RecourseColumns:
     """The per-task columns of two given sets of counterfactuals (``x'_f``, ``x'_g``), each
     model's decisions by its deciding kernels: the same definitions as :func:`paired_recourse`."""
-    index = attribute_index(attribute)
     targets = torch.as_tensor(targets).long()
     teacher_logit, teacher_partial = boundary_logits(teacher, images, teacher_counterfactuals, attribute)
-    on_teacher, student_partial = boundary_logits(student.decider, images, teacher_counterfactuals, attribute)
-    on_own = student.decider(student_counterfactuals)[:, index]
-    return RecourseColumns(
-        target=targets, teacher_valid=validity(decisions(teacher_logit), targets).bool(),
-        student_accepts_teacher=validity(decisions(on_teacher), targets).bool(),
-        student_valid=validity(decisions(on_own), targets).bool(),
-        teacher_cost=recourse_cost(images, teacher_counterfactuals).double(),
-        student_cost=recourse_cost(images, student_counterfactuals).double(),
-        cosine=direction_cosines(teacher_counterfactuals - images, student_counterfactuals - images).double(),
-        teacher_logit=teacher_logit.double(), student_logit=on_teacher.double(),
-        teacher_partial=teacher_partial.double(), student_partial=student_partial.double())
+    decided = decided_recourse(student.decider, images, attribute, targets, teacher_counterfactuals,
+                               student_counterfactuals)
+    return columns(targets, validity(decisions(teacher_logit), targets), recourse_cost(images, teacher_counterfactuals),
+                   teacher_logit, teacher_partial, decided)

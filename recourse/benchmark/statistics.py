@@ -277,16 +277,33 @@ def independent_discordance(first: float, second: float) -> float:
     return first * (1 - second) + second * (1 - first)
 
 
+def _mcnemar_pairs(delta: float, discordance: float, alpha: float, power: float) -> float:
+    """Connor (1987): ``n = (z_{1−α/2} √ψ + z_{power} √(ψ − δ²))² / δ²``, not rounded."""
+    z_alpha, z_beta = normal_quantile(1 - alpha / 2), normal_quantile(power)
+    return (z_alpha * math.sqrt(discordance) + z_beta * math.sqrt(discordance - delta * delta)) ** 2 / delta ** 2
+
+
 def pairs_for_paired_proportions(difference: float, discordance: float, alpha: float = 0.05,
                                  power: float = 0.8) -> int:
     """Pairs a two-sided McNemar test needs to detect ``p1 − p2 = difference`` (proportions,
-    not percent) at ``power`` when a share ``discordance`` of the pairs differ (Connor 1987):
-    ``n = (z_{1−α/2} √ψ + z_{power} √(ψ − δ²))² / δ²``."""
+    not percent) at ``power`` when a share ``discordance`` of the pairs differ (Connor 1987)."""
     delta, psi = abs(difference), discordance
     if not 0 < delta <= psi <= 1:
         raise ValueError(f"need 0 < |difference| <= discordance <= 1, got {difference} and {discordance}")
-    z_alpha, z_beta = normal_quantile(1 - alpha / 2), normal_quantile(power)
-    return math.ceil((z_alpha * math.sqrt(psi) + z_beta * math.sqrt(psi - delta * delta)) ** 2 / delta ** 2)
+    return math.ceil(_mcnemar_pairs(delta, psi, alpha, power))
+
+
+def detectable_paired_difference(pairs: int, discordance: float, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest |p1 − p2| a two-sided McNemar test on ``pairs`` pairs detects at ``power``
+    when a share ``discordance`` of the pairs differ: :func:`pairs_for_paired_proportions`
+    solved for the difference (by bisection); NaN where no difference that discordance allows is."""
+    low, high = 1e-6, discordance
+    if _mcnemar_pairs(high, discordance, alpha, power) > pairs:
+        return math.nan
+    for _ in range(100):
+        middle = (low + high) / 2
+        low, high = (middle, high) if _mcnemar_pairs(middle, discordance, alpha, power) > pairs else (low, middle)
+    return high
 
 
 def pairs_for_mean_difference(difference: float, sd: float, alpha: float = 0.05, power: float = 0.8) -> int:

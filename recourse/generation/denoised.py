@@ -37,14 +37,13 @@ from __future__ import annotations
 
 import hashlib
 import math
-import threading
 import weakref
-from collections import OrderedDict
 
 import torch
 import torch.nn.functional as F
 from torch import nn
 
+from recourse.bounded_cache import BoundedCache
 from recourse.data import ATTRIBUTES
 from recourse.generation.face_denoiser import FaceDenoiser
 from recourse.generation.guidance import STOP_HALVINGS, _halve, past_margin
@@ -90,33 +89,25 @@ class ReferenceViews:
     the same seed: every model of an audit or a benchmark sees the same noise on the same
     face, so only the first computes them (a quarter of an edit's passes through ``D``). The
     same call at batch size 1 as without it, so the numbers are identical. Bounded (about
-    50 MB); one lock, for the app's concurrent audits."""
+    50 MB), shared by the app's concurrent audits."""
 
     def __init__(self, size: int = 1024) -> None:
-        self.size = size
-        self._views: OrderedDict[tuple, tuple[weakref.ref, torch.Tensor]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._views: BoundedCache[tuple[weakref.ref, torch.Tensor]] = BoundedCache(size)
 
     def get(self, denoiser: FaceDenoiser, image: torch.Tensor, noise: torch.Tensor, seed: int, stream: int,
             sigma: float) -> torch.Tensor:
         key = (id(denoiser), hashlib.blake2b(image.detach().numpy().tobytes(), digest_size=16).digest(),
                tuple(image.shape), int(seed), stream, float(sigma))
-        with self._lock:
-            kept = self._views.get(key)
-            if kept is not None and kept[0]() is denoiser:  # not another denoiser at a reused id
-                self._views.move_to_end(key)
-                return kept[1]
+        kept = self._views.get(key)
+        if kept is not None and kept[0]() is denoiser:  # not another denoiser at a reused id
+            return kept[1]
         with torch.no_grad():
             view = denoiser(image + sigma / 2 * noise, sigma)
-        with self._lock:
-            self._views[key] = (weakref.ref(denoiser), view)
-            while len(self._views) > self.size:
-                self._views.popitem(last=False)
+        self._views.put(key, (weakref.ref(denoiser), view))
         return view
 
     def clear(self) -> None:
-        with self._lock:
-            self._views.clear()
+        self._views.clear()
 
 
 REFERENCE_VIEWS = ReferenceViews()

@@ -24,8 +24,6 @@ and the gradient that cuts it, stay each model's.
 from __future__ import annotations
 
 import hashlib
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
@@ -33,11 +31,12 @@ import numpy as np
 import torch
 import torch.nn.functional as F
 
+from recourse.bounded_cache import BoundedCache
 from recourse.data import ATTRIBUTES
+from recourse.instruments.dlib_faces import UPSAMPLED  # the side of the frames the landmarks are fitted on
 from recourse.validation import check_float
 
 PARTS = 68
-UPSAMPLED = 256  # the dlib instruments fit landmarks on frames upsampled to this side
 FRAME = 64  # the side the edge widths below are given for; they scale with the frame
 
 # --- which region each attribute is edited in -------------------------------------------------
@@ -262,43 +261,33 @@ def _fit(images: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
 class LandmarkCache:
     """Fitted landmarks by frame content (its rounded bytes and size), so that the models of
     one audit, which edit the same face, fit it once. Bounded (``size`` frames, least recently
-    used out first); one lock, for the app's concurrent requests (two requests that miss the
-    same frame at once may both fit it, with the same result)."""
+    used out first), shared by the app's concurrent requests."""
 
     def __init__(self, size: int = 4096) -> None:
-        self.size = size
-        self.fitted = 0  # frames fitted so far (the cache's misses)
-        self._fits: OrderedDict[bytes, tuple[np.ndarray, bool]] = OrderedDict()
-        self._lock = threading.Lock()
+        self._fits: BoundedCache[tuple[np.ndarray, bool]] = BoundedCache(size)
+
+    @property
+    def fitted(self) -> int:
+        """Frames fitted so far (the cache's misses)."""
+        return self._fits.stored
 
     def get(self, images: torch.Tensor) -> tuple[np.ndarray, np.ndarray]:
         """``(points (N, 68, 2) in the 256-px frame, NaN where not found; found (N,))``."""
         pixels = _pixels(images)
         keys = [hashlib.blake2b(frame.tobytes(), digest_size=16).digest() + bytes(str(frame.shape), "ascii")
                 for frame in pixels]
-        results: list[tuple[np.ndarray, bool] | None] = []
-        with self._lock:
-            for key in keys:
-                kept = self._fits.get(key)
-                if kept is not None:
-                    self._fits.move_to_end(key)
-                results.append(kept)
+        results = [self._fits.get(key) for key in keys]
         missing = [i for i, kept in enumerate(results) if kept is None]
         if missing:
             points, found = _fit(torch.from_numpy(pixels[missing]).float() / 255)
-            with self._lock:
-                self.fitted += len(missing)
-                for row, i in enumerate(missing):
-                    results[i] = (points[row], bool(found[row]))
-                    self._fits[keys[i]] = results[i]
-                while len(self._fits) > self.size:
-                    self._fits.popitem(last=False)
+            for row, i in enumerate(missing):
+                results[i] = (points[row], bool(found[row]))
+                self._fits.put(keys[i], results[i])
         return (np.stack([r[0] for r in results]) if results else np.zeros((0, PARTS, 2)),
                 np.array([r[1] for r in results], bool))
 
     def clear(self) -> None:
-        with self._lock:
-            self._fits.clear()
+        self._fits.clear()
 
 
 LANDMARKS = LandmarkCache()

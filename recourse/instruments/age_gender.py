@@ -33,7 +33,6 @@ where no face is found. Thresholds are chosen on validation elsewhere
 from __future__ import annotations
 
 import functools
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -42,7 +41,10 @@ import torch
 
 from recourse.checkpoints import verified_bytes
 from recourse.faces import HQ_BOX_CENTER, HQ_BOX_WIDTH
-from recourse.instruments.identity import UPSAMPLED, _upsampled_pixels, model_files
+from recourse.instruments.dlib_faces import (
+    DLIB_LOCK, UPSAMPLED, face_detector, import_dlib, shape_predictor, upsampled_pixels,
+)
+from recourse.instruments.identity import model_files
 from recourse.locations import checkpoints_dir
 
 AGE_FILE, GENDER_FILE = "age-v1.onnx", "gender-v1.onnx"
@@ -118,26 +120,7 @@ class FaceShapes:
 
 
 def _dlib():
-    try:
-        import dlib
-    except ImportError as error:
-        raise AgeGenderModelError("dlib is not installed (pip install -r requirements.txt: dlib-bin)") from error
-    return dlib
-
-
-@functools.lru_cache(maxsize=1)
-def _detector():
-    return _dlib().get_frontal_face_detector()
-
-
-@functools.lru_cache(maxsize=None)
-def shape_predictor(path: str):
-    """A dlib shape predictor, loaded once per file."""
-    return _dlib().shape_predictor(path)
-
-
-# One process may serve concurrent requests; dlib's objects are not documented as thread-safe.
-_DLIB_LOCK = threading.Lock()
+    return import_dlib(AgeGenderModelError)
 
 
 def _overlap(a, b) -> float:
@@ -153,7 +136,7 @@ def face_rectangle(pixels: np.ndarray):
     threshold, else :data:`HQ_FACE_BOX` when a weak candidate overlaps it, else ``(None, False)``."""
     dlib = _dlib()
     fixed = dlib.rectangle(*(round(f * UPSAMPLED) for f in HQ_FACE_BOX))
-    boxes, scores, _ = _detector().run(pixels, 0, WEAK_SCORE)
+    boxes, scores, _ = face_detector().run(pixels, 0, WEAK_SCORE)
     if len(boxes) and max(scores) >= 0:
         return boxes[int(np.argmax(scores))], True
     if any(_overlap(box, fixed) >= NEAR_OVERLAP for box in boxes):
@@ -164,12 +147,11 @@ def face_rectangle(pixels: np.ndarray):
 def face_shapes(images: torch.Tensor, predictor_path: Path) -> FaceShapes:
     """Upsample float frames ``(N, 3, H, W)`` in [0, 1] to 256 px and fit the landmark model at
     ``predictor_path`` (5 or 68 points) where a face is found."""
-    # The identity instrument's upsampling (and input checks): every dlib instrument sees the
-    # same pixels.
-    pixels = tuple(_upsampled_pixels(images))
+    pixels = tuple(upsampled_pixels(images))  # as every dlib instrument sees them
+    _dlib()  # this instrument's own error where dlib is missing
     predictor = shape_predictor(str(predictor_path))
     shapes, detected = [], []
-    with _DLIB_LOCK:
+    with DLIB_LOCK:
         for frame in pixels:
             rectangle, strong = face_rectangle(frame)
             shapes.append(predictor(frame, rectangle) if rectangle is not None else None)

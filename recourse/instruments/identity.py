@@ -16,19 +16,18 @@ from __future__ import annotations
 
 import functools
 import importlib.util
-import threading
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
-from PIL import Image
+
+from recourse.instruments.dlib_faces import (
+    DLIB_LOCK, UPSAMPLED, face_detector, import_dlib, shape_predictor, upsampled_pixels,
+)
 
 # dlib's own same-person threshold for this descriptor (dlib.net, face_recognition docs).
 DLIB_THRESHOLD = 0.6
-# The 64-px faces are upsampled to this size before detection: the HOG detector does not find
-# faces much smaller than 80 px, and at 256 px it found 96.2% of 500 validation faces.
-UPSAMPLED = 256
 # Where the landmark model looks when the detector finds no face: the median detector box on
 # 500 validation faces at 256 px (left, top, right, bottom as fractions of the side). CelebA-HQ
 # faces are aligned, so one fixed box frames them; the landmark model then places the 5 points
@@ -91,25 +90,19 @@ class FaceDescriptor:
     """dlib's detector, 5-point landmarks and ResNet descriptor, loaded once (use :func:`face_descriptor`)."""
 
     def __init__(self) -> None:
-        try:
-            import dlib
-        except ImportError as error:
-            raise IdentityModelError("dlib is not installed (pip install -r requirements.txt: dlib-bin)") from error
+        dlib = import_dlib(IdentityModelError)
         descriptor_path, landmarks_path = model_files()
         self._dlib = dlib
-        self._detector = dlib.get_frontal_face_detector()
-        self._landmarks = dlib.shape_predictor(str(landmarks_path))
+        self._detector = face_detector()
+        self._landmarks = shape_predictor(str(landmarks_path))
         self._descriptor = dlib.face_recognition_model_v1(str(descriptor_path))
-        # One process-wide instance may serve the app's concurrent requests; dlib's objects are
-        # not documented as safe to call from several threads at once.
-        self._lock = threading.Lock()
 
     def __call__(self, images: torch.Tensor) -> Descriptors:
         """Descriptors of float images ``(B, 3, H, W)`` in [0, 1] (any square size)."""
-        pixels = _upsampled_pixels(images)
+        pixels = upsampled_pixels(images)
         if not pixels:
             return Descriptors(np.zeros((0, 128)), np.zeros(0, bool))
-        with self._lock:
+        with DLIB_LOCK:
             return self._describe(pixels)
 
     def _describe(self, pixels: list[np.ndarray]) -> Descriptors:
@@ -130,18 +123,6 @@ class FaceDescriptor:
 def face_descriptor() -> FaceDescriptor:
     """The process's one :class:`FaceDescriptor` (loading the models takes about a second)."""
     return FaceDescriptor()
-
-
-def _upsampled_pixels(images: torch.Tensor) -> list[np.ndarray]:
-    if not isinstance(images, torch.Tensor) or images.ndim != 4 or images.shape[1] != 3:
-        raise ValueError(f"expected float images (B, 3, H, W), got {getattr(images, 'shape', type(images))}")
-    if not images.is_floating_point():
-        raise ValueError(f"expected float images in [0, 1], got dtype {images.dtype}")
-    if images.numel() and (float(images.min()) < 0 or float(images.max()) > 1):
-        raise ValueError("expected float images in [0, 1]")
-    uint8 = (images.detach().cpu().clamp(0, 1) * 255).round().to(torch.uint8).permute(0, 2, 3, 1).numpy()
-    return [np.ascontiguousarray(np.asarray(Image.fromarray(image).resize((UPSAMPLED, UPSAMPLED), Image.BICUBIC)))
-            for image in uint8]
 
 
 def descriptor_distances(a: np.ndarray, b: np.ndarray) -> np.ndarray:

@@ -29,7 +29,7 @@ from pathlib import Path
 # the attributes with an independent judge, each read by one judge (the benchmark reads the same
 # table: recourse.benchmark.semantic), and the TOST margin in points of semantic validity
 from recourse.benchmark.semantic import EQUIVALENCE_MARGIN, JUDGED
-from recourse.benchmark.statistics import independent_discordance, normal_quantile
+from recourse.benchmark.statistics import detectable_paired_difference, independent_discordance, normal_quantile
 
 # the seed's seven methods, GPTQ, and the 2-bit rows; a row of several seeds is its family's mean
 ROWS = ("ptq-int8", "ptq-int4", "gptq", "cf-ptq", "cfq-qat", "mixedprec-qat", "kd-quant", "prune-quant",
@@ -74,23 +74,6 @@ def teacher_rates(record: dict) -> dict[str, float]:
     return rates
 
 
-def detectable_difference(tasks: int, discordance: float, alpha: float, power: float) -> float:
-    """The smallest |p1 − p2| a two-sided McNemar test on ``tasks`` pairs detects at ``power``
-    when a share ``discordance`` of the pairs differ (Connor 1987, solved for δ by bisection)."""
-    z_alpha, z_beta = normal_quantile(1 - alpha / 2), normal_quantile(power)
-
-    def needed(delta: float) -> float:
-        return (z_alpha * math.sqrt(discordance) + z_beta * math.sqrt(discordance - delta * delta)) ** 2 / delta ** 2
-
-    low, high = 1e-6, discordance
-    if needed(high) > tasks:
-        return math.nan  # not detectable at any difference this discordance allows
-    for _ in range(100):
-        middle = (low + high) / 2
-        low, high = (middle, high) if needed(middle) > tasks else (low, middle)
-    return high
-
-
 def equivalence_power(tasks: int, discordance: float, margin: float, alpha: float) -> float:
     """TOST's power to show |p1 − p2| < margin when the true difference is 0 (normal approximation,
     standard error √(ψ/n))."""
@@ -111,7 +94,7 @@ def registration(validation: dict, tasks: int, command: str) -> dict:
               for row in ROWS for kind in ("difference", "equivalence")]
     family_alpha = ALPHA / len(claims)  # Holm's bound on the smallest p
     independent = independent_discordance(pooled, pooled)
-    power = [{"discordance": psi, "detectable_difference_points": _points(detectable_difference(
+    power = [{"discordance": psi, "detectable_difference_points": _points(detectable_paired_difference(
                   tasks, psi, family_alpha, POWER)),
               "equivalence_power_at_zero": round(equivalence_power(tasks, psi, EQUIVALENCE_MARGIN / 100, family_alpha), 3)}
              for psi in (0.1, 0.15, 0.2, 0.3, round(independent, 4))]
