@@ -13,6 +13,7 @@ unless ``RECOURSE_FULL=1``.
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 from pathlib import Path
@@ -336,14 +337,39 @@ def build_home(home: Path, teacher: nn.Module, generator, methods: tuple[str, ..
     generator.save_pretrained(checkpoints / "generator")
 
 
-@pytest.fixture(scope="module")
-def browser_and_url():
-    """``(browser, url)``: the real app and headless Chromium, once per browser test module."""
+@contextlib.contextmanager
+def _local_mode():
+    """The environment of ``python app.py`` run locally: no public or Space mode left over by a
+    test module that started its own public app."""
+    saved = {name: os.environ.pop(name) for name in ("RECOURSE_PUBLIC", "SPACE_ID") if name in os.environ}
+    try:
+        yield
+    finally:
+        os.environ.update(saved)
+
+
+@pytest.fixture(scope="session")
+def local_app(tmp_path_factory):
+    """The URL of one real ``python app.py`` in local mode, its models loaded, shared by every
+    test of the suite that drives the local app (starting it takes most of a minute here)."""
+    from scripts.figures.app_screenshot import start_app
+
+    log = tmp_path_factory.mktemp("local-app") / "app.log"
+    try:
+        with _local_mode(), start_app(log=log) as url:
+            yield url
+    except (RuntimeError, TimeoutError) as error:
+        raise RuntimeError(f"{error}\n{log.read_text()[-3000:]}") from None
+
+
+@pytest.fixture(scope="session")
+def browser_and_url(local_app):
+    """``(browser, url)``: headless Chromium and the shared local app, once for the suite."""
     from playwright.sync_api import sync_playwright
 
-    from scripts.figures.app_screenshot import CHROMIUM_FLAGS, start_app
+    from scripts.figures.app_screenshot import CHROMIUM_FLAGS
 
-    with start_app() as url, sync_playwright() as playwright:
+    with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=str(CHROMIUM), args=CHROMIUM_FLAGS)
-        yield browser, url
+        yield browser, local_app
         browser.close()

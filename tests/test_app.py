@@ -19,7 +19,6 @@ from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.render.audit_html import CARD_TITLES
 from recourse.ui.settings import STOPS
-from scripts.figures.app_screenshot import start_app
 from tests.conftest import ROOT, build_home, still_generator, tiny_classifier
 
 FLIP = "flip the full-precision decision"
@@ -168,15 +167,10 @@ def test_gallery_faces_have_provenance():
 
 
 @pytest.fixture(scope="module")
-def client(tmp_path_factory):
+def client(local_app):
     from gradio_client import Client
 
-    log = tmp_path_factory.mktemp("app") / "app.log"
-    try:
-        with start_app(log=log) as url:
-            yield Client(url, verbose=False)
-    except (RuntimeError, TimeoutError) as error:
-        raise RuntimeError(f"{error}\n{log.read_text()[-3000:]}") from None
+    return Client(local_app, verbose=False)
 
 
 EDIT_DEFAULTS = CounterfactualConfig()
