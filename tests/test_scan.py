@@ -1,5 +1,7 @@
 """Ranking a folder by recourse divergence: the same paired core as an audit, row by row."""
 
+from dataclasses import replace
+
 import pytest
 import torch
 
@@ -7,6 +9,7 @@ from recourse.attribution import AttributionConfig
 from recourse.audit.paired import Student
 from recourse.audit.pipeline import audit_image
 from recourse.audit.result import AuditSettings
+from recourse.audit.stops import AuditStops
 from recourse.audit.scan import divergence_score, read_folder, scan_folder
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
@@ -18,15 +21,18 @@ SMILING = ATTRIBUTES.index("Smiling")
 # the walk: its edits flip the tiny generator's brightness decisions, so that recourse is valid
 TINY = AuditSettings(CounterfactualConfig(method="pca-walk-cone", steps=10, noise_level=0.5, finish_steps=5),
                      AttributionConfig(ig_steps=4, occlusion_window=4, occlusion_stride=4))
+# as the product reads an audit: the numbers at one stop, the pictures at another, the edit past both
+TINY_AT_STOPS = replace(TINY, stops=AuditStops(benchmark=0.5, visible=1.0, edit=2.0))
 
 
-def test_scan_folder_ranks_and_a_listed_image_reproduces_its_row(hq_folder, tiny_generator):
+@pytest.mark.parametrize("settings", [TINY, TINY_AT_STOPS], ids=["where each edit stops", "at the audit's stops"])
+def test_scan_folder_ranks_and_a_listed_image_reproduces_its_row(hq_folder, tiny_generator, settings):
     teacher = BrightnessModel()
     negated = NegateOne(teacher, SMILING).eval()
     student = Student("ptq-int8", negated, negated)
     root, _ = hq_folder  # test split: ids 27000, 27001, 29999
     judge = BrightnessModel()  # a judge that reads the edit: it sees what the teacher sees
-    steps = list(scan_folder(root, "ptq-int8", "Smiling", count=3, split="test", settings=TINY, teacher=teacher,
+    steps = list(scan_folder(root, "ptq-int8", "Smiling", count=3, split="test", settings=settings, teacher=teacher,
                              student=student, generator=tiny_generator, judge=judge))
     assert [(done, total) for done, total, _ in steps] == [(1, 3), (2, 3), (3, 3)]
     cases = steps[-1][2]
@@ -35,7 +41,7 @@ def test_scan_folder_ranks_and_a_listed_image_reproduces_its_row(hq_folder, tiny
     assert ranked == sorted(ranked, key=lambda d: (d is None, -(d or 0.0)))  # worst first, undefined last
     for case in cases:
         assert case.divergence == divergence_score(case.recourse, case.face_logit)
-        single = audit_image(case.image, variant="ptq-int8", attribute="Smiling", settings=TINY, teacher=teacher,
+        single = audit_image(case.image, variant="ptq-int8", attribute="Smiling", settings=settings, teacher=teacher,
                              student=student, generator=tiny_generator, judge=judge)
         assert single.predictions.target == case.target and single.recourse == case.recourse
         assert case.judge is not None and single.judge == case.judge  # the row's judge view is the audit's

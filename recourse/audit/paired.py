@@ -318,3 +318,30 @@ def columns_of(images: torch.Tensor, attribute: str, targets: torch.Tensor, teac
                                student_counterfactuals)
     return columns(targets, validity(decisions(teacher_logit), targets), recourse_cost(images, teacher_counterfactuals),
                    teacher_logit, teacher_partial, decided)
+
+
+@dataclass(frozen=True)
+class StoppedRecourse:
+    """A batch's recourse read at its stops: the pictures ``x'_f``, ``x'_g`` ``(N, 3, H, W)`` at
+    the visible stop, and the per-task columns of the numbers at the numbers' stop."""
+
+    teacher_pictures: torch.Tensor
+    student_pictures: torch.Tensor
+    columns: RecourseColumns
+
+
+def read_stops(images: torch.Tensor, attribute: str, targets: torch.Tensor, teacher: nn.Module, student: Student,
+               paired: PairedRecourse, stops) -> StoppedRecourse:
+    """Where an audit reads each task's recourse (``stops``: :class:`recourse.audit.stops.AuditStops`,
+    or None: both where each edit stopped), for a single audit and a scan alike."""
+    if stops is None:
+        return StoppedRecourse(paired.teacher.images, paired.student.counterfactuals, paired.columns)
+    targets = torch.as_tensor(targets).long()
+
+    def both_at(margin: float) -> tuple[torch.Tensor, torch.Tensor]:
+        return (stop_on_paths(images, paired.teacher.edits, teacher, attribute, targets, margin),
+                stop_on_paths(images, paired.student.edits, student.decider, attribute, targets, margin))
+
+    pictures = both_at(stops.visible)
+    numbers = pictures if stops.numbers == stops.visible else both_at(stops.numbers)
+    return StoppedRecourse(*pictures, columns_of(images, attribute, targets, teacher, student, *numbers))

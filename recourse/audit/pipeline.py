@@ -43,7 +43,7 @@ from recourse.audit.instruments import (
     COMMITTED, JUDGED_RESOLUTION, Describe, identity_view, independent_readings, judge_view, judged_path,
     model_probabilities, model_resolution, resolve_identity, resolve_judge, resolve_strong_judge,
 )
-from recourse.audit.paired import Student, columns_of, paired_recourse, stop_on_paths
+from recourse.audit.paired import Student, paired_recourse, read_stops
 from recourse.audit.result import AuditResult, AuditSettings, Predictions, product_settings
 from recourse.audit.stops import AuditStops
 from recourse.data import ATTRIBUTES, attribute_index, to_float_images
@@ -106,25 +106,6 @@ def _check_target(target: int | None) -> None:
         raise ValueError(f"target must be 0, 1 or None (flip the full-precision decision), got {target!r}")
 
 
-def read_stops(x: torch.Tensor, attribute: str, target: int, teacher: nn.Module, student: Student, paired,
-               stops: AuditStops | None) -> tuple[torch.Tensor, torch.Tensor, ImageRecourse]:
-    """The pictures ``x'_f``, ``x'_g`` (at the visible stop) and the per-image numbers (at the
-    numbers' stop) of one audited face; without stops, both where each edit stopped."""
-    if stops is None:
-        return paired.teacher.images[0], paired.student.counterfactuals[0], paired.columns.image(0)
-    targets = torch.tensor([target])
-
-    def both_at(margin: float) -> tuple[torch.Tensor, torch.Tensor]:
-        teacher_at = stop_on_paths(x[None], paired.teacher.edits, teacher, attribute, targets, margin)
-        student_at = stop_on_paths(x[None], paired.student.edits, student.decider, attribute, targets, margin)
-        return teacher_at, student_at
-
-    pictures = both_at(stops.visible)
-    numbers = pictures if stops.numbers == stops.visible else both_at(stops.numbers)
-    columns = columns_of(x[None], attribute, targets, teacher, student, *numbers)
-    return pictures[0][0], pictures[1][0], columns.image(0)
-
-
 def audit_steps(
     image: ImageSource,
     *,
@@ -176,8 +157,8 @@ def audit_steps(
                              generator, seeds=(seed,), check=check, concurrent=True)  # one face: both cores
     seconds["counterfactuals"] = time.perf_counter() - started - seconds["predictions"]
     yield AuditStep("counterfactuals", 0.6, predictions=predictions)
-    stopped = read_stops(x, attribute, target, teacher, student, paired, settings.stops)
-    x_f, x_g, image_recourse_ = stopped
+    stopped = read_stops(x[None], attribute, torch.tensor([target]), teacher, student, paired, settings.stops)
+    x_f, x_g, image_recourse_ = stopped.teacher_pictures[0], stopped.student_pictures[0], stopped.columns.image(0)
     probabilities_after, student_logits = _after(x_f, x_g, index, teacher, student, student_logits_before)
     teacher_edit, student_edit = paired.teacher.edits[0], paired.student.edits[0]
     mark = time.perf_counter()

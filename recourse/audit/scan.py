@@ -13,8 +13,8 @@ from torch import nn
 
 from recourse.audit.image_noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared, on_boundary
 from recourse.audit.instruments import COMMITTED, JudgeView, judge_view, model_resolution, resolve_judge
-from recourse.audit.paired import Student, flip_targets, paired_recourse
-from recourse.audit.result import AuditSettings
+from recourse.audit.paired import Student, flip_targets, paired_recourse, read_stops
+from recourse.audit.result import AuditSettings, product_settings
 from recourse.data import DatasetError, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
 from recourse.metrics import ImageRecourse
@@ -122,7 +122,7 @@ def scan_images(
     images: Iterable[torch.Tensor],
     variant: str,
     attribute: str,
-    settings: AuditSettings = AuditSettings(),
+    settings: AuditSettings | None = None,
     batch_size: int = 1,
     teacher: nn.Module | None = None,
     student: Student | None = None,
@@ -133,7 +133,8 @@ def scan_images(
     """Rank framed images ``(3, R, R)`` in [0, 1] by recourse divergence for one variant and attribute.
 
     Yields ``(done, total, cases ranked worst first)`` after each batch. Each image gets the
-    seed of ``settings`` and the target that flips the teacher's decision, as a single audit
+    seed of ``settings`` (None: the product's, :func:`recourse.audit.result.product_settings`) and
+    the target that flips the teacher's decision, and is read at the same stops, as a single audit
     of it would. With ``batch_size=1`` (the default) an audit of a listed image reproduces its
     row exactly; larger batches are faster but change the convolutions' rounding, which the
     student twin's quantization and twenty guided steps can amplify into visibly different values.
@@ -141,6 +142,7 @@ def scan_images(
     """
     from recourse import models
 
+    settings = settings if settings is not None else product_settings()
     teacher = teacher if teacher is not None else models.load_teacher()
     student = student if student is not None else models.load_student(variant)
     # the committed generator, its files checked against their manifest
@@ -154,12 +156,13 @@ def scan_images(
         batch_names = names[start:start + batch_size]
         x = torch.stack([next(images) for _ in batch_names])  # (B, 3, H, W)
         targets = flip_targets(teacher, x, attribute)
-        paired = paired_recourse(x, attribute, targets, teacher, student, settings.counterfactual, generator,
+        paired = paired_recourse(x, attribute, targets, teacher, student, settings.edit_config, generator,
                                  seeds=(seed,) * len(x), check=check, concurrent=True)  # the two models at once
+        stopped = read_stops(x, attribute, targets, teacher, student, paired, settings.stops)  # as an audit reads it
         face_logits = torch.logit(paired.teacher.probability_before.double())
         for i, name in enumerate(batch_names):
-            recourse = paired.columns.image(i)
-            judged = judge_view(judge, x[i], paired.teacher.images[i], paired.student.counterfactuals[i], index,
+            recourse = stopped.columns.image(i)
+            judged = judge_view(judge, x[i], stopped.teacher_pictures[i], stopped.student_pictures[i], index,
                                 int(targets[i]))
             face_logit = float(face_logits[i])
             cases.append(FolderCase(name, x[i], int(targets[i]), recourse, divergence_score(recourse, face_logit),
