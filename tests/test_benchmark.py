@@ -417,7 +417,7 @@ def test_the_student_stop_is_a_setting_and_the_committed_runs_keep_the_twins(mon
 
 def test_noise_draws_are_matched_each_on_the_given_faces(bright_checkpoint):
     from recourse.audit.paired import Student
-    from recourse.benchmark.run import noise_controls
+    from recourse.benchmark.compared_models import noise_controls
     from recourse.benchmark.weight_noise_floor import noisy_copy
 
     teacher = load_classifier(bright_checkpoint)
@@ -437,7 +437,7 @@ def test_noise_draws_are_matched_each_on_the_given_faces(bright_checkpoint):
 
 
 def test_a_reference_row_from_any_classifier_folder(bright_checkpoint, tmp_path):
-    from recourse.benchmark.run import reference_rows
+    from recourse.benchmark.compared_models import reference_rows
 
     shutil.copytree(bright_checkpoint, tmp_path / "classifier-seed1")
     ((name, (student, fact, digest)),) = reference_rows((tmp_path / "classifier-seed1",)).items()

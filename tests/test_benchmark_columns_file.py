@@ -14,8 +14,8 @@ from recourse.benchmark.claims import claims
 from recourse.benchmark.recompute import check_run
 from recourse.benchmark.rows import family_of, family_rows, row_recourse
 from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, file_sha256, read_columns, write_columns
-from recourse.benchmark.tasks import ANALYSES, ANALYSIS, DATED_ANALYSES, LEGACY_ANALYSIS, analysis_version
-from recourse.benchmark.tasks import recorded_analysis
+from recourse.benchmark.settings import ANALYSES, ANALYSIS, DATED_ANALYSES, LEGACY_ANALYSIS, analysis_version
+from recourse.benchmark.settings import recorded_analysis
 from recourse.cli import main
 from recourse.locations import assets_dir
 from tests.test_benchmark import _row

@@ -16,10 +16,11 @@ from recourse.benchmark.floors import (
     RERUN_FLOOR, RERUN_SEED_OFFSET, FloorScale, direction_scales, floor_scale, scale_position,
 )
 from recourse.benchmark.rows import REFERENCE_FAMILY, family_of, family_rows, is_floor, row_recourse
+from recourse.benchmark.settings import FP32
 from recourse.benchmark.sweep import (
     SweepPoint, family_curves, has_noise_spread, noise_band, outside_band, row_curves,
 )
-from recourse.benchmark.tasks import FP32, record_columns
+from recourse.benchmark.tasks import record_columns
 from recourse.benchmark.terms import mean_of, sd_of
 from recourse.generation import CounterfactualConfig
 from recourse.render.floors import floors_section, position_cell
@@ -83,7 +84,7 @@ def test_the_floors_section_places_every_row_and_is_empty_without_floors():
 
 
 def test_the_rerun_row_makes_its_own_recourse_with_seeds_the_teacher_never_uses(tiny_generator):
-    from recourse.benchmark.run import rerun_row
+    from recourse.benchmark.compared_models import rerun_row
 
     teacher = BrightnessModel()
     student, fact = rerun_row(teacher, 1000)
@@ -112,7 +113,7 @@ def test_the_benchmark_passes_the_offset_seeds_to_the_rerun_and_the_tasks_seeds_
 
     from recourse.audit import paired
     from recourse.benchmark import tasks
-    from recourse.benchmark.run import rerun_row
+    from recourse.benchmark.compared_models import rerun_row
 
     given: dict[str, list[int]] = {"teacher": [], "rerun": []}
 
@@ -137,7 +138,7 @@ def test_the_benchmark_passes_the_offset_seeds_to_the_rerun_and_the_tasks_seeds_
 
 
 def test_the_rerun_has_its_own_cache_key_and_is_off_by_default(tmp_path):
-    from recourse.benchmark.run import rerun_fingerprint
+    from recourse.benchmark.compared_models import rerun_fingerprint
 
     settings, inputs = BenchmarkSettings(), {FP32: "abc", "generator": "def", "split": "test", "data": "/d"}
     assert rerun_fingerprint(settings, inputs) != settings.fingerprint(inputs)  # never the teacher's part

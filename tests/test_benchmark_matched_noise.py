@@ -77,7 +77,7 @@ def _teacher_and_students():
 
 @pytest.mark.slow
 def test_each_matched_floor_s_draws_have_their_own_sigma_matched_to_their_variant_s_agreement():
-    from recourse.benchmark.run import noise_controls
+    from recourse.benchmark.compared_models import noise_controls
 
     teacher, students = _teacher_and_students()
     images = torch.rand(200, 3, 16, 16, generator=torch.Generator().manual_seed(0))
@@ -108,30 +108,30 @@ def test_each_matched_floor_s_draws_have_their_own_sigma_matched_to_their_varian
 
 
 def test_a_kept_sigma_is_measured_once_instead_of_bisected_and_a_wrong_one_is_bisected_again(tmp_path, monkeypatch):
-    from recourse.benchmark import run
+    from recourse.benchmark import compared_models
 
     teacher, students = _teacher_and_students()
     images = torch.rand(120, 3, 16, 16, generator=torch.Generator().manual_seed(0))
-    first = run.noise_controls(teacher, students, images, "ptq-int4", 1000, draws=2, memo=tmp_path)
+    first = compared_models.noise_controls(teacher, students, images, "ptq-int4", 1000, draws=2, memo=tmp_path)
     kept = sorted(tmp_path.glob("noise-sigma-*.json"))
     assert len(kept) == 2 and not list(tmp_path.glob("*.tmp"))
 
     def no_bisection(*args, **kwargs):
         raise AssertionError("bisected although the sigma was kept")
 
-    monkeypatch.setattr(run, "matched_noise", no_bisection)
-    again = run.noise_controls(teacher, students, images, "ptq-int4", 1000, draws=2, memo=tmp_path)
+    monkeypatch.setattr(compared_models, "matched_noise", no_bisection)
+    again = compared_models.noise_controls(teacher, students, images, "ptq-int4", 1000, draws=2, memo=tmp_path)
     assert [fact.details for _, fact in again.values()] == [fact.details for _, fact in first.values()]
     for (a, _), (b, _) in zip(first.values(), again.values()):
         assert all(torch.equal(p, q) for p, q in zip(a.decider.parameters(), b.decider.parameters()))
     # other matching faces are another key: bisected, not read
     with pytest.raises(AssertionError, match="bisected"):
-        run.noise_controls(teacher, students, images[:100], "ptq-int4", 1000, draws=1, memo=tmp_path)
+        compared_models.noise_controls(teacher, students, images[:100], "ptq-int4", 1000, draws=1, memo=tmp_path)
     # a kept sigma whose agreement is not the kept one (another teacher's file, a hand edit) is bisected again
     record = json.loads(kept[0].read_text())
     kept[0].write_text(json.dumps({**record, "sigma": record["sigma"] * 3}))
     with pytest.raises(AssertionError, match="bisected"):
-        run.noise_controls(teacher, students, images, "ptq-int4", 1000, draws=2, memo=tmp_path)
+        compared_models.noise_controls(teacher, students, images, "ptq-int4", 1000, draws=2, memo=tmp_path)
 
 
 def test_a_run_adds_a_floor_per_named_variant_it_has_each_keyed_by_its_details(tmp_path):

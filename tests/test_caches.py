@@ -13,7 +13,8 @@ from PIL import Image
 from safetensors.torch import load_file, save_file
 
 from recourse.audit.paired import Student
-from recourse.benchmark.tasks import BenchmarkSettings, task_records
+from recourse.benchmark.settings import BenchmarkSettings
+from recourse.benchmark.tasks import task_records
 from recourse.caches import CacheWarning
 from recourse.classifier import AttributeClassifier, ClassifierConfig
 from recourse.compression.recourse_points import RecoursePoints, cached_recourse_points

@@ -122,7 +122,7 @@ def test_the_help_names_the_generators_own_defaults():
 
 
 def test_the_benchmark_command_names_the_analyses_of_the_settings():
-    from recourse.benchmark.tasks import ANALYSES, ANALYSIS, LEGACY_ANALYSIS
+    from recourse.benchmark.settings import ANALYSES, ANALYSIS, LEGACY_ANALYSIS
     from recourse.cli import benchmark
 
     assert (benchmark.ANALYSIS, benchmark.LEGACY_ANALYSIS) == (ANALYSIS, LEGACY_ANALYSIS)

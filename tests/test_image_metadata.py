@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from PIL import Image, ImageCms, PngImagePlugin
 
-from recourse import image_metadata
+from recourse import image_metadata_caps
 from recourse.faces import FaceAlignmentError, load_photo
 from recourse.image_metadata import MetadataLimitError, exif_orientation, orientation, read_metadata
 from scripts.measurements.metadata_bombs import (
@@ -81,7 +81,7 @@ def test_a_tiff_exif_directory_of_numbers_is_refused(refused):
     """Pillow unpacks the EXIF directory of a TIFF into a Python number a value: 20 tags of
     128,000 16-bit numbers sharing one 256 KB block are 2.6 million."""
     data = grey_tiff(exif_entries=shared_block_entries(20, 256 * 1024, 3), block=bytes(256 * 1024))
-    refused(data, f"more than {image_metadata.MAX_VALUES:,} numbers in its tags")
+    refused(data, f"more than {image_metadata_caps.MAX_VALUES:,} numbers in its tags")
 
 
 @pytest.mark.parametrize("container", ["PNG eXIf", "JPEG APP1", "WebP EXIF"])

@@ -77,8 +77,8 @@ def seed_draws(seeds: list[RecourseColumns], references: list[RecourseColumns] |
     each draw (``parametric``, :func:`statistics.seed_level_draws`, ``s`` the seeds' sd of the
     metric on all tasks). With ``references``, of the paired difference, seed ``k`` against
     reference seed ``k`` (or the only one), on shared tasks: the pairing of
-    :data:`~recourse.benchmark.tasks.LEGACY_ANALYSIS`, which depends on the order of the two
-    sides; :data:`~recourse.benchmark.tasks.ANALYSIS` compares families with
+    :data:`~recourse.benchmark.settings.LEGACY_ANALYSIS`, which depends on the order of the two
+    sides; :data:`~recourse.benchmark.settings.ANALYSIS` compares families with
     :func:`recourse.benchmark.comparison.compare_families`."""
     generator = torch.Generator().manual_seed(seed)
     if len(seeds[0]) == 0:
@@ -169,7 +169,7 @@ def paired_tests(seeds: list[RecourseColumns], references: list[RecourseColumns]
                  task_weights: str = "multinomial", seed: int = 1) -> dict[str, PairedTest]:
     """:class:`PairedTest` of each metric's mean paired difference over seeds, seed ``k``
     against reference seed ``k mod K``: the pairing of
-    :data:`~recourse.benchmark.tasks.LEGACY_ANALYSIS`, so that the records made with it
+    :data:`~recourse.benchmark.settings.LEGACY_ANALYSIS`, so that the records made with it
     recompute as written. It is not symmetric (a one-seed family meets only seed 0
     of a three-seed reference); :func:`recourse.benchmark.comparison.compare_families` is."""
     generator = torch.Generator().manual_seed(seed)

@@ -2,7 +2,7 @@
 against a floor row, each once, with its p-value corrected within its correction family and
 its Bonferroni interval.
 
-Which tests are claims (:data:`~recourse.benchmark.tasks.ANALYSIS`, the default):
+Which tests are claims (:data:`~recourse.benchmark.settings.ANALYSIS`, the default):
 
 - a test that repeats another is left out: the same numbers on the same tasks, as DirSim over
   moved tasks is DirSim where every shared task moved (the record's ``same_as``);
@@ -29,7 +29,7 @@ Holm's ``m``, so that a missing row cannot make the others easier to hold), and 
 claim, the all-tasks ones included, is ``secondary`` (Benjamini–Hochberg), as the file says. The
 semantic tests of the rows the file does not name are secondary claims too.
 
-Under :data:`~recourse.benchmark.tasks.LEGACY_ANALYSIS` every test is a claim, both orders
+Under :data:`~recourse.benchmark.settings.LEGACY_ANALYSIS` every test is a claim, both orders
 of a pair, TOST apart, corrected over all of them at once (:func:`legacy_claims`), so that the
 records made with it read back as written.
 """
@@ -44,7 +44,7 @@ from recourse.benchmark.rows import FamilyRow, is_tested
 from recourse.benchmark.semantic import METRIC as SEMANTIC_METRIC
 from recourse.benchmark.semantic import REFERENCE as TEACHER
 from recourse.benchmark.semantic import RegisteredFamily
-from recourse.benchmark.tasks import ANALYSIS, LEGACY_ANALYSIS, analysis_version
+from recourse.benchmark.settings import ANALYSIS, LEGACY_ANALYSIS, analysis_version
 
 PRIMARY_GROUP = "all"
 # a claim's correction family and the correction it is read by; "registered" only where the

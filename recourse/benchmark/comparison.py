@@ -13,12 +13,12 @@ freedom, the p-value and the TOST verdict as they were, to the last bit: which s
 the reference changes nothing.
 
 Why a run's ``analysis`` says which comparison it used: under
-:data:`~recourse.benchmark.tasks.LEGACY_ANALYSIS`
+:data:`~recourse.benchmark.settings.LEGACY_ANALYSIS`
 (:func:`recourse.benchmark.bootstrap.paired_tests`) seed ``k`` of the left family meets seed
 ``k mod K`` of the right one, so a one-seed family meets only seed 0 of a three-seed reference
 and the order of the two sides changes the answer (ptq-int4 − cfq-qat-norecourse −4.28, the
 reverse +4.15). The records made with it keep the numbers they were written with;
-:data:`~recourse.benchmark.tasks.ANALYSIS`, the default, uses this module.
+:data:`~recourse.benchmark.settings.ANALYSIS`, the default, uses this module.
 
 Tasks shared by two families: for the metrics on B (CRG, DirSim, the zero-length share), those
 that every seed of both families has in B; for DirSim over moved tasks, those of them where

@@ -15,7 +15,7 @@ import torch
 
 from recourse.audit.paired import RecourseColumns
 from recourse.benchmark.semantic import SemanticColumns, semantic_valid
-from recourse.benchmark.tasks import FP32
+from recourse.benchmark.settings import FP32
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from recourse.benchmark.tasks import FP32
+from recourse.benchmark.settings import FP32
 from recourse.caches import CacheMismatch, read_tensors
 
 

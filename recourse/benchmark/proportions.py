@@ -53,8 +53,8 @@ def score_intervals(seeds: list[RecourseColumns], references: list[RecourseColum
     """Newcombe's paired interval (in points) of each share's difference, from the 2×2 cells
     averaged over the seed pairs: unlike the bootstrap it does not collapse to [0, 0] where
     the two models never differ on the tasks. Seed ``k`` against reference seed ``k mod K``:
-    the pairing of :data:`~recourse.benchmark.tasks.LEGACY_ANALYSIS`
-    (:data:`~recourse.benchmark.tasks.ANALYSIS` averages over every pair of seeds,
+    the pairing of :data:`~recourse.benchmark.settings.LEGACY_ANALYSIS`
+    (:data:`~recourse.benchmark.settings.ANALYSIS` averages over every pair of seeds,
     :mod:`recourse.benchmark.comparison`)."""
     return newcombe_of_tables([paired_cells(mine, references[k % len(references)]) for k, mine in enumerate(seeds)])
 

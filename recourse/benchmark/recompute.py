@@ -16,7 +16,7 @@ from recourse.benchmark.claims import Claim, claims
 from recourse.benchmark.rows import FamilyRow, columns_family_rows, row_recourse
 from recourse.benchmark.run import BenchmarkResult
 from recourse.benchmark.saved_columns import SavedColumns, file_sha256, read_columns
-from recourse.benchmark.tasks import FP32, BenchmarkSettings, recorded_analysis
+from recourse.benchmark.settings import FP32, BenchmarkSettings, recorded_analysis
 
 TOLERANCE = 1e-9
 

@@ -25,7 +25,8 @@ from recourse.benchmark.proportions import proportion_counts, proportion_interva
 from recourse.benchmark.semantic import (
     EQUIVALENCE_MARGIN, SemanticColumns, family_semantic, row_semantic, semantic_columns, teacher_semantic,
 )
-from recourse.benchmark.tasks import FP32, LEGACY_ANALYSIS, BenchmarkSettings, record_columns
+from recourse.benchmark.settings import FP32, LEGACY_ANALYSIS, BenchmarkSettings
+from recourse.benchmark.tasks import record_columns
 from recourse.benchmark.terms import (
     PROPORTIONS, RECOURSE_METRICS, direction_values, mean_of, paired_difference, sd_of, summary_dict, summary_values,
 )
@@ -36,7 +37,7 @@ NOISE_CONTROL = "fp32-noise"  # the noise draws' family: fp32-noise, fp32-noise-
 # A noise floor matched to one variant's own agreement (BenchmarkSettings.matched_noise): draws
 # fp32-noise@<variant>, fp32-noise-s1@<variant>, ..., the family fp32-noise@<variant>. The draw's
 # index comes before the "@" so that a variant whose own name ends in -sN (a fine-tuning seed,
-# cfq-qat-s2) is never read as a draw; no variant id has an "@" (run._VARIANT_ID).
+# cfq-qat-s2) is never read as a draw; no variant id has an "@" (compared_models.VARIANT_ID).
 MATCHED_NOISE_MARK = "@"
 _MATCHED_NOISE_ROW = re.compile(rf"^{re.escape(NOISE_CONTROL)}(?:-s\d+)?{MATCHED_NOISE_MARK}(?P<variant>.+)$")
 REFERENCE_PREFIX = "fp32-ref-"  # a second full-precision classifier's row: fp32-ref-<its folder>

@@ -15,7 +15,7 @@ other faces (:data:`JUDGED`, one judge per attribute) reads every model's own co
 A task's **semantic validity** under a model is 1 where the model's own recourse is valid for
 that model *and* seen, 0 otherwise (a face the judge does not find counts 0). A row's is its
 percentage over the judged tasks; against the teacher's on the same tasks it is compared as
-every family is under :data:`~recourse.benchmark.tasks.ANALYSIS` (:func:`compare_semantic`):
+every family is under :data:`~recourse.benchmark.settings.ANALYSIS` (:func:`compare_semantic`):
 the family's seeds' mean against the teacher, the task bootstrap's variance (at least
 Newcombe's, the share's floor) plus the seeds' spread over their count, Welch–Satterthwaite's
 degrees of freedom.
@@ -72,7 +72,7 @@ def judge(name: str):
 JUDGED = {"Smiling": "fer-happy (FER-2013)", "Young": "age-gender (dlib-models)",
           "Male": "age-gender (dlib-models)", "Mouth_Slightly_Open": "mouth-geometry (dlib 68 landmarks)"}
 METRIC = "semantic_validity"
-REFERENCE = "fp32"  # the teacher's row (recourse.benchmark.tasks.FP32), what every row is compared with
+REFERENCE = "fp32"  # the teacher's row (recourse.benchmark.settings.FP32), what every row is compared with
 EQUIVALENCE_MARGIN = 10.0  # points of semantic validity: the registered TOST margin
 CLAIM_KINDS = ("difference", "equivalence")
 

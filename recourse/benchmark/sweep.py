@@ -17,7 +17,8 @@ from torch import nn
 from recourse.audit.paired import PARTIAL_FRACTIONS, RecourseColumns, Student, boundary_logits
 from recourse.benchmark.bootstrap import BOOTSTRAP_SAMPLES, bootstrap_intervals
 from recourse.benchmark.rows import NOISE_CONTROL, family_of
-from recourse.benchmark.tasks import BenchmarkSettings, attribute_groups, cached_teacher_part, chunk_bounds
+from recourse.benchmark.settings import BenchmarkSettings
+from recourse.benchmark.tasks import attribute_groups, cached_teacher_part, chunk_bounds
 from recourse.data import to_float_images
 from recourse.generation import FaceGenerator
 from recourse.metrics import decisions

@@ -11,7 +11,7 @@ from recourse.cli.common import (
 from recourse.locations import variants_dir
 from recourse.names import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, METHODS, SPLITS
 
-# recourse.benchmark.tasks' ANALYSIS and LEGACY_ANALYSIS, named here without importing torch (a
+# recourse.benchmark.settings' ANALYSIS and LEGACY_ANALYSIS, named here without importing torch (a
 # test keeps them equal): the default analysis version and the first one
 ANALYSIS, LEGACY_ANALYSIS = "v2", "v1"
 

@@ -32,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
 
     from recourse.benchmark.claims import CORRECTIONS, dropped_claims
     from recourse.benchmark.recompute import check_run
-    from recourse.benchmark.tasks import LEGACY_ANALYSIS
+    from recourse.benchmark.settings import LEGACY_ANALYSIS
 
     if not args.tolerance >= 0:
         raise ValueError(f"--tolerance must be a number >= 0, got {args.tolerance}")

@@ -41,7 +41,7 @@ METHOD_SETTINGS = {
 # BenchmarkSettings field -> benchmark's option; ``counterfactual`` takes GENERATION_OPTIONS. A
 # run that recorded no ``analysis`` was made with LEGACY_ANALYSIS (from_record), so its command
 # gets --analysis v1, which brings back its numbers; a record's dated spelling of a version
-# (recourse.benchmark.tasks.DATED_ANALYSES) is shown as the version.
+# (recourse.benchmark.settings.DATED_ANALYSES) is shown as the version.
 BENCHMARK_OPTIONS = {"n": "--tasks", "first_task": "--first-task", "attributes": "--attributes", "margins": "--margins",
                      "noise_control": "--noise-control", "chunk_size": "--chunk-size", "student_stop": "--student-stop",
                      "noise_draws": "--noise-draws", "noise_match_split": "--noise-match-split",

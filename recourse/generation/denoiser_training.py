@@ -121,6 +121,84 @@ def _ema_update(ema: FaceDenoiser, model: FaceDenoiser, step: int, decay: float)
             averaged.lerp_(current, 1 - rate)
 
 
+@dataclass
+class _Training:
+    """What a run saves and resumes from: both models, the optimiser, the generators of the data
+    order and of the noise, the step and the seconds trained."""
+
+    model: FaceDenoiser
+    ema: FaceDenoiser
+    optimizer: torch.optim.Optimizer
+    generator: torch.Generator  # batches, σ and flips: always on the CPU, seeded
+    noise_generator: torch.Generator  # the noise: the CPU generator there, else one on the device
+    on_cpu: bool
+    step: int = 0
+    elapsed: float = 0.0
+
+    @classmethod
+    def start(cls, config: DenoiserTrainConfig, state_dir: Path, init_from: str | Path | None,
+              device: str) -> _Training:
+        """A new run (from ``init_from``'s weights where given), or the one kept in ``state_dir``."""
+        torch.manual_seed(config.seed)
+        model = FaceDenoiser(**config.model_kwargs())
+        if init_from is not None and not (state_dir / STATE_FILE).is_file():
+            model.load_state_dict(load_face_denoiser(init_from).state_dict())  # the committed, 8-bit weights
+        model.to(device)
+        ema = copy.deepcopy(model).requires_grad_(False)
+        optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
+        generator = torch.Generator().manual_seed(config.seed)
+        on_cpu = torch.device(device).type == "cpu"
+        noise_generator = generator if on_cpu else torch.Generator(device).manual_seed(config.seed + 1)
+        run = cls(model, ema, optimizer, generator, noise_generator, on_cpu)
+        if (state_dir / STATE_FILE).is_file():
+            run.resume(state_dir / STATE_FILE)
+        return run
+
+    def resume(self, path: Path) -> None:
+        state = load_training_state(path)
+        self.model.load_state_dict(state["model"])
+        self.ema.load_state_dict(state["ema"])
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.generator.set_state(state["generator"])
+        if not self.on_cpu and "noise_generator" in state:
+            self.noise_generator.set_state(state["noise_generator"])
+        self.step, self.elapsed = int(state["step"]), float(state["elapsed"])
+        print(f"resumed at step {self.step} ({self.elapsed / 3600:.2f} h trained)", flush=True)
+
+    def save(self, state_dir: Path, config: DenoiserTrainConfig, metadata: dict | None) -> None:
+        """The state to resume from, and the EMA weights in the format committed under checkpoints/."""
+        save_training_state(state_dir / STATE_FILE, {
+            "model": self.model.state_dict(), "ema": self.ema.state_dict(), "optimizer": self.optimizer.state_dict(),
+            "generator": self.generator.get_state(), "step": self.step, "elapsed": self.elapsed,
+            **({} if self.on_cpu else {"noise_generator": self.noise_generator.get_state()})})
+        save_face_denoiser(self.ema, state_dir / EMA_FOLDER)
+        (state_dir / EMA_FOLDER / "training.json").write_text(json.dumps({
+            **(metadata or {}), "train_config": asdict(config), "step": self.step,
+            "images_seen": self.step * config.batch_size, "training_hours": round(self.elapsed / 3600, 3)},
+            indent=2) + "\n")
+
+    def train_step(self, train_images: np.ndarray, config: DenoiserTrainConfig, device: str) -> float:
+        """One optimiser step on a fresh batch (warm-up, bfloat16 autocast off the CPU, clipped
+        gradients, the EMA updated); its loss."""
+        for group in self.optimizer.param_groups:
+            group["lr"] = config.learning_rate * min(1.0, (self.step + 1) / config.warmup_steps)
+        clean = training_batch(train_images, config.batch_size, self.generator).to(device)
+        sigma = sample_sigmas(config.batch_size, config.sigma_min, config.sigma_max, self.generator,
+                              config.sigma_sampling).to(device)
+        noise = torch.randn(clean.shape, generator=self.noise_generator, device=self.noise_generator.device)
+        noisy = clean + sigma.view(-1, 1, 1, 1) * noise
+        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=not self.on_cpu):
+            raw = self.model.raw(noisy, sigma)
+        loss = (raw.float() - denoising_target(self.model, clean, noisy, sigma)).pow(2).mean()
+        self.optimizer.zero_grad(set_to_none=True)
+        loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        self.optimizer.step()
+        self.step += 1
+        _ema_update(self.ema, self.model, self.step, config.ema_decay)
+        return loss.item()
+
+
 def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: str | Path,
                    config: DenoiserTrainConfig, init_from: str | Path | None = None,
                    metadata: dict | None = None, max_minutes: float | None = None,
@@ -140,78 +218,30 @@ def train_denoiser(train_images: np.ndarray, val_images: np.ndarray, state_dir: 
     state_dir = Path(state_dir)
     state_dir.mkdir(parents=True, exist_ok=True)
     (state_dir / CONFIG_FILE).write_text(json.dumps(asdict(config), indent=2) + "\n")
-    torch.manual_seed(config.seed)
-    model = FaceDenoiser(**config.model_kwargs())
-    if init_from is not None and not (state_dir / STATE_FILE).is_file():
-        model.load_state_dict(load_face_denoiser(init_from).state_dict())  # the committed, 8-bit weights
-    model.to(device)
-    ema = copy.deepcopy(model).requires_grad_(False)
-    optimizer = torch.optim.AdamW(model.parameters(), lr=config.learning_rate, weight_decay=0.0)
-    generator = torch.Generator().manual_seed(config.seed)
-    on_cpu = torch.device(device).type == "cpu"
-    noise_generator = generator if on_cpu else torch.Generator(device).manual_seed(config.seed + 1)
-    step, elapsed = 0, 0.0
-    if (state_dir / STATE_FILE).is_file():
-        state = load_training_state(state_dir / STATE_FILE)
-        model.load_state_dict(state["model"])
-        ema.load_state_dict(state["ema"])
-        optimizer.load_state_dict(state["optimizer"])
-        generator.set_state(state["generator"])
-        if not on_cpu and "noise_generator" in state:
-            noise_generator.set_state(state["noise_generator"])
-        step, elapsed = int(state["step"]), float(state["elapsed"])
-        print(f"resumed at step {step} ({elapsed / 3600:.2f} h trained)", flush=True)
+    run = _Training.start(config, state_dir, init_from, device)
     val = torch.from_numpy(val_images).float().div(255)
-    curve = (state_dir / CURVE_FILE).open("a")
     started = last_save = time.time()
     running = None
-
-    def save() -> None:
-        nonlocal elapsed, started
-        elapsed += time.time() - started
-        started = time.time()
-        save_training_state(state_dir / STATE_FILE, {
-            "model": model.state_dict(), "ema": ema.state_dict(), "optimizer": optimizer.state_dict(),
-            "generator": generator.get_state(), "step": step, "elapsed": elapsed,
-            **({} if on_cpu else {"noise_generator": noise_generator.get_state()})})
-        save_face_denoiser(ema, state_dir / EMA_FOLDER)  # the format committed under checkpoints/
-        (state_dir / EMA_FOLDER / "training.json").write_text(json.dumps({
-            **(metadata or {}), "train_config": asdict(config), "step": step,
-            "images_seen": step * config.batch_size, "training_hours": round(elapsed / 3600, 3)}, indent=2) + "\n")
-
-    model.train()
-    while step < config.steps:
-        for group in optimizer.param_groups:
-            group["lr"] = config.learning_rate * min(1.0, (step + 1) / config.warmup_steps)
-        clean = training_batch(train_images, config.batch_size, generator).to(device)
-        sigma = sample_sigmas(config.batch_size, config.sigma_min, config.sigma_max, generator,
-                              config.sigma_sampling).to(device)
-        noise = torch.randn(clean.shape, generator=noise_generator, device=noise_generator.device)
-        noisy = clean + sigma.view(-1, 1, 1, 1) * noise
-        with torch.autocast(torch.device(device).type, dtype=torch.bfloat16, enabled=not on_cpu):
-            raw = model.raw(noisy, sigma)
-        loss = (raw.float() - denoising_target(model, clean, noisy, sigma)).pow(2).mean()
-        optimizer.zero_grad(set_to_none=True)
-        loss.backward()
-        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
-        optimizer.step()
-        step += 1
-        _ema_update(ema, model, step, config.ema_decay)
-        running = loss.item() if running is None else 0.98 * running + 0.02 * loss.item()
-        if step % config.eval_every == 0:
-            ema.eval()
-            record = {"step": step, "loss": round(running, 5),
-                      "hours": round((elapsed + time.time() - started) / 3600, 3),
-                      **{f"psnr_{s}": round(denoising_psnr(ema, val, s), 3) for s in (0.1, 0.3, 0.5)}}
-            curve.write(json.dumps(record) + "\n")
-            curve.flush()
-            print(record, flush=True)
-        out_of_time = ((max_minutes is not None and (elapsed + time.time() - started) / 60 >= max_minutes)
-                       or (should_stop is not None and should_stop()))
-        if time.time() - last_save >= config.checkpoint_minutes * 60 or step == config.steps or out_of_time:
-            save()
-            last_save = time.time()
-            if out_of_time:
-                break
-    curve.close()
+    run.model.train()
+    with (state_dir / CURVE_FILE).open("a") as curve:
+        while run.step < config.steps:
+            loss = run.train_step(train_images, config, device)
+            running = loss if running is None else 0.98 * running + 0.02 * loss
+            if run.step % config.eval_every == 0:
+                run.ema.eval()
+                record = {"step": run.step, "loss": round(running, 5),
+                          "hours": round((run.elapsed + time.time() - started) / 3600, 3),
+                          **{f"psnr_{s}": round(denoising_psnr(run.ema, val, s), 3) for s in (0.1, 0.3, 0.5)}}
+                curve.write(json.dumps(record) + "\n")
+                curve.flush()
+                print(record, flush=True)
+            out_of_time = ((max_minutes is not None and (run.elapsed + time.time() - started) / 60 >= max_minutes)
+                           or (should_stop is not None and should_stop()))
+            if time.time() - last_save >= config.checkpoint_minutes * 60 or run.step == config.steps or out_of_time:
+                run.elapsed += time.time() - started
+                started = time.time()  # the saving is not training time
+                run.save(state_dir, config, metadata)
+                last_save = time.time()
+                if out_of_time:
+                    break
     return state_dir / EMA_FOLDER

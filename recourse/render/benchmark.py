@@ -6,9 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from recourse.benchmark.rows import PAIRED_REFERENCES, BenchmarkRow, FamilyRow
-from recourse.benchmark.sweep import SweepPoint
 from recourse.benchmark.run import BenchmarkResult
-from recourse.benchmark.tasks import FP32
+from recourse.benchmark.settings import FP32
+from recourse.benchmark.sweep import SweepPoint
 from recourse.render.floors import floors_section
 from recourse.render.sweep_curves import curves_section
 

@@ -1,7 +1,7 @@
 """The statistics of a benchmark run drawn as markdown: the direction metric with zero-length
 recourses apart beside its floor rows, the shares' Wilson intervals, TOST against the floor
 rows, and the family of claims after Holm and Benjamini–Hochberg (under
-:data:`~recourse.benchmark.tasks.ANALYSIS`: per correction family, differences and TOST together,
+:data:`~recourse.benchmark.settings.ANALYSIS`: per correction family, differences and TOST together,
 each family by its own correction). A record without one of these says so in one line where its
 table would be."""
 

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from recourse.benchmark.floors import FLOOR_METRICS, RERUN_FLOOR, FloorScale, ScalePosition, direction_scales
 from recourse.benchmark.rows import REFERENCE_FAMILY, BenchmarkRow, FamilyRow
-from recourse.benchmark.tasks import FP32
+from recourse.benchmark.settings import FP32
 
 LABELS = {"dirsim": ("DirSim %", 1), "crg": ("CRG", 3)}  # header, digits
 

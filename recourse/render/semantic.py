@@ -11,7 +11,7 @@ from recourse.benchmark.judged_shares import JudgedShare
 from recourse.benchmark.rows import FamilyRow
 from recourse.benchmark.run import BenchmarkResult
 from recourse.benchmark.semantic import METRIC, REFERENCE
-from recourse.benchmark.tasks import FP32
+from recourse.benchmark.settings import FP32
 
 
 def _number(value: float | None, digits: int = 1, signed: bool = False) -> str:
