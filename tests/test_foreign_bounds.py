@@ -139,3 +139,17 @@ def test_safetensors_header_longer_than_the_file_refused(state: dict, tmp_path: 
 def test_safetensors_within_the_caps_still_loads(state: dict, tmp_path: Path) -> None:
     data = safetensors_probe(state, metadata_bytes=1000, header_bytes=2**20)
     assert load_foreign(write_probe(tmp_path, "safetensors", data)).runtime == "torch (safetensors)"
+
+
+def test_a_sequence_of_text_is_read_as_text() -> None:
+    """A graph value that is a sequence of strings (not a tensor) counts as text, as a tensor of strings does."""
+    from recourse.foreign.onnx_bounds import _value_sizes
+
+    def sequence_of(name: str, element: int) -> onnx.ValueInfoProto:
+        kind = onnx.helper.make_sequence_type_proto(onnx.helper.make_tensor_type_proto(element, None))
+        return onnx.helper.make_value_info(name, kind)
+
+    text, numbers = sequence_of("names", onnx.TensorProto.STRING), sequence_of("scores", onnx.TensorProto.FLOAT)
+    graph = onnx.helper.make_graph([], "g", [text, numbers], [])
+    sizes = _value_sizes(onnx.helper.make_model(graph))
+    assert sizes["names"] == (onnx.TensorProto.STRING, None) and "scores" not in sizes

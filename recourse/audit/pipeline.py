@@ -45,10 +45,8 @@ from recourse.audit.instruments import (
 )
 from recourse.audit.paired import Student, paired_recourse, read_stops
 from recourse.audit.result import AuditResult, AuditSettings, Predictions, product_settings
-from recourse.audit.stops import AuditStops
 from recourse.data import ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
-from recourse.metrics import ImageRecourse
 from recourse.progress import StageCheck, no_check
 
 ImageSource = str | os.PathLike | bytes | Image.Image | torch.Tensor

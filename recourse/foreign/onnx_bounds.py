@@ -156,7 +156,7 @@ def _holds_text(kind: Any) -> bool:
 
     return any((isinstance(m, onnx.TypeProto.Tensor) and m.elem_type == onnx.TensorProto.STRING)
                or (isinstance(m, onnx.TypeProto.Map) and m.key_type == onnx.TensorProto.STRING)
-               for m in _messages(kind))
+               for m in protobuf_messages(kind))
 
 
 def _stored_names(model: Any) -> set[str]:

@@ -37,7 +37,6 @@ from recourse.ui.storage import export, shareable
 from recourse.ui.texts import BUDGET_NOTE, GALLERY_LABEL, GLOSSARY
 from recourse.ui.your_models import YourModels, black_box_passes, build_your_models, card_pair
 
-GALLERY = assets_dir() / "gallery"
 EXAMPLE_PHOTO = assets_dir() / "examples" / "grace-hopper.jpg"
 TARGETS = {"flip the full-precision decision": None, "1 (attribute present)": 1, "0 (attribute absent)": 0}
 
@@ -45,7 +44,8 @@ TARGETS = {"flip the full-precision decision": None, "1 (attribute present)": 1,
 def gallery_faces() -> list[tuple[str, str]]:
     """``(png path, caption)`` of every gallery face; captions come from the provenance files."""
     faces_ = []
-    for png in sorted(GALLERY.glob("*.png")):
+    # the project's home is read at each call: a notebook or a test may point it elsewhere after import
+    for png in sorted((assets_dir() / "gallery").glob("*.png")):
         provenance = json.loads(png.with_suffix(".json").read_text()) if png.with_suffix(".json").is_file() else {}
         faces_.append((str(png), provenance.get("title", png.stem)))
     return faces_
