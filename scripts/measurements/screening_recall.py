@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 
@@ -134,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     rates = result.rates()  # from the work this run did itself: kept parts read back do not count
     screen_rate, audit_rate = rates["screening"], rates["audits"]
     recalls = {k: recall_at(result.audited, result.screened, k, args.worst) for k in KS if k <= screened}
-    figures = {"command": "python -m scripts.measurements.screening_recall " + " ".join(argv or []),
+    figures = {"command": "python -m scripts.measurements.screening_recall " + " ".join(argv if argv is not None else sys.argv[1:]),
                "faces": screened, "variant": args.variant, "attribute": args.attribute, "worst": args.worst,
                "processes": result.processes, "recall_at_k": recalls,
                "screening_photos_per_min": screen_rate, "audit_photos_per_min": audit_rate,
