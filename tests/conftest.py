@@ -67,6 +67,12 @@ def missing(reason: str) -> None:
     pytest.skip(reason)
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    # the apps the tests start skip the warm-up audit (about 12 s each here): what they check
+    # is served, not the first user's wait; tests/test_app_startup.py checks the warm-up itself
+    os.environ.setdefault("RECOURSE_WARM_UP", "0")
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """The fast tier leaves out the tests marked ``slow`` (deselected, so they are not skips)."""
     if full_tier():
@@ -362,9 +368,11 @@ def local_app(tmp_path_factory):
         raise RuntimeError(f"{error}\n{log.read_text()[-3000:]}") from None
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser_and_url(local_app):
-    """``(browser, url)``: headless Chromium and the shared local app, once for the suite."""
+    """``(browser, url)``: headless Chromium and the shared local app. Chromium is started once
+    per module: Playwright's sync API runs an event loop of its own while it is open, which
+    a later module's ``asyncio.run`` or second Playwright could not start beside."""
     from playwright.sync_api import sync_playwright
 
     from scripts.figures.app_screenshot import CHROMIUM_FLAGS

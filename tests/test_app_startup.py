@@ -298,3 +298,13 @@ def test_a_generator_that_fails_to_load_in_the_background_stops_the_app(tmp_path
     last = done.stderr.strip().splitlines()[-1]
     assert last.startswith("The app cannot start: checkpoints/generator: the generator does not load"), done.stderr
     assert "Traceback" not in done.stderr and str(home) not in done.stderr
+
+
+def test_the_warm_up_audit_can_be_switched_off(monkeypatch):
+    from recourse.ui import startup
+
+    monkeypatch.setattr(startup, "audit_image", lambda *a, **k: pytest.fail("no warm-up audit under the switch"))
+    monkeypatch.setenv(startup.WARM_UP, "0")
+    lines = []
+    startup.warm_up(log=lines.append)
+    assert lines == ["warm-up skipped (RECOURSE_WARM_UP=0)"]

@@ -76,8 +76,14 @@ def load_models(log=print, loaded: Callable[[str], None] = lambda resource: None
     log(f"models loaded in {time.perf_counter() - started:.1f} s")
 
 
+WARM_UP = "RECOURSE_WARM_UP"  # "0": no warm-up audit (a test server, or a Space short of CPU time)
+
+
 def warm_up(log=print) -> None:
     """One small audit, so that the first user's audit does not pay for first-call costs."""
+    if os.environ.get(WARM_UP) == "0":
+        log(f"warm-up skipped ({WARM_UP}=0)")
+        return
     faces_ = gallery_faces()
     available = [v for v in VARIANTS if variant_status(v) is None]
     if faces_ and available:
