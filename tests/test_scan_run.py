@@ -155,7 +155,8 @@ def test_two_processes_rank_as_one(hq_folder, tmp_path):
     for processes in (1, 2):
         command = [sys.executable, "-m", "torch.distributed.run", "--standalone", f"--nproc_per_node={processes}",
                    str(worker), str(root), str(tmp_path / f"kept{processes}"), str(tmp_path / f"ranked{processes}.json")]
-        subprocess.run(command, cwd=ROOT, env=env, check=True, timeout=300, capture_output=True)
+        done = subprocess.run(command, cwd=ROOT, env=env, timeout=300, capture_output=True, text=True)
+        assert done.returncode == 0, (done.stdout + done.stderr)[-4000:]
         answers[processes] = json.loads((tmp_path / f"ranked{processes}.json").read_text())
     assert answers[1] == answers[2]
     # each process kept its own shards: the two-process run screened shards 0 and 2 in one, 1 in the other
