@@ -11,7 +11,7 @@ import argparse
 
 from recourse import __version__
 from recourse.cli import (
-    audit, benchmark, claims, compare_runs, counterfactual, evaluate, evaluate_counterfactuals, margin_reached,
+    audit, benchmark, claims, compare_runs, counterfactual, evaluate, evaluate_counterfactuals, fit_edit_spaces, margin_reached,
     method_speed, power, quantize, recompute_claims, run_segments, scan, stability, train_classifier, train_denoiser,
     train_generator,
 )
@@ -24,6 +24,7 @@ COMMANDS = (
     benchmark,
     train_generator,
     train_denoiser,
+    fit_edit_spaces,
     evaluate_counterfactuals,
     counterfactual,
     audit,

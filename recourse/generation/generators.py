@@ -24,10 +24,12 @@ from recourse.checkpoints import load_classifier, save_classifier, write_manifes
 from recourse.data import resize_images
 from recourse.generation.face_denoiser import FaceDenoiser
 from recourse.generation.models import LatentDenoiser, PCAAutoencoder
+from recourse.generation.spaces.bundle import EditSpaces
 from recourse.locations import generator_dir, shown
 
 GENERATOR_FILE = "generator.json"
 FACE_DENOISER_FOLDER = "face-denoiser"
+EDIT_SPACES_FOLDER = "edit-spaces"
 _LOAD_OPTIONS = {"low_cpu_mem_usage": False}  # the accelerate-based loader buys nothing for small models
 
 
@@ -56,6 +58,7 @@ class LatentFaceGenerator:
     scheduler: DDIMScheduler
     guide: nn.Module | None = None
     face_denoiser: FaceDenoiser | None = None
+    edit_spaces: EditSpaces | None = None
 
     @property
     def resolution(self) -> int:
@@ -89,6 +92,8 @@ class LatentFaceGenerator:
             save_classifier(self.guide, directory / "guide", {"role": "guide"})
         if self.face_denoiser is not None:
             save_face_denoiser(self.face_denoiser, directory / FACE_DENOISER_FOLDER)
+        if self.edit_spaces is not None:
+            self.edit_spaces.save_pretrained(directory / EDIT_SPACES_FOLDER)
         (directory / GENERATOR_FILE).write_text(json.dumps({"kind": "pca-latent-diffusion", **(metadata or {})}, indent=2) + "\n")
         write_manifest(directory)  # the content of every part, checked before the app loads it
 
@@ -101,7 +106,9 @@ class LatentFaceGenerator:
         guide = load_classifier(directory / "guide").eval() if (directory / "guide").is_dir() else None
         face_denoiser = (load_face_denoiser(directory / FACE_DENOISER_FOLDER)
                          if (directory / FACE_DENOISER_FOLDER).is_dir() else None)
-        return cls(autoencoder, denoiser, scheduler, guide, face_denoiser)
+        edit_spaces = (EditSpaces.from_pretrained(directory / EDIT_SPACES_FOLDER)
+                       if (directory / EDIT_SPACES_FOLDER).is_dir() else None)
+        return cls(autoencoder, denoiser, scheduler, guide, face_denoiser, edit_spaces)
 
 
 FACE_DENOISER_WEIGHTS = "face_denoiser_int8.safetensors"

@@ -111,6 +111,20 @@ class CounterfactualConfig:
     # Cut the edited region (the whole frame without region_mask) to this share of its pixels
     # where the model's own input gradient is largest (MaskDiME's adaptive mask); 1: no cut
     adaptive_share: float = 1.0
+    # the region-space method (recourse.generation.spaces): Adam on the part's whitened
+    # coefficients, a Gaussian prior's weight, and the box (standard deviations) they stay in
+    space_steps: int = 40
+    space_learning_rate: float = 0.15
+    space_prior_weight: float = 0.02
+    space_box: float = 3.0
+    space_components: int = 0  # the leading components steered (0: all of the space's)
+    # the share of the face's own residual (what the space cannot draw) that a whole edit keeps
+    # inside the region, when it adds the attribute and when it removes it
+    space_residual_adding: float = 1.0
+    space_class_prior: bool = False  # the prior centred on the target class's mean coefficients
+    space_residual_removing: float = 1.0
+    # a black-and-white (or uniformly tinted) face's edit changes its luminance only, whatever the method
+    keep_monochrome: bool = True
 
     def __post_init__(self) -> None:
         # Bounds far past any useful setting, so that a typo or a hostile request cannot buy
@@ -136,7 +150,14 @@ class CounterfactualConfig:
         check_float("inpaint_sigma", self.inpaint_sigma, 0.001, 10.0)
         check_int("inpaint_steps", self.inpaint_steps, 0, MAX_STEPS)
         check_int("output_draws", self.output_draws, 1, 64)
-        for switch in ("region_mask", "whole_face_region"):
+        check_int("space_steps", self.space_steps, 0, MAX_STEPS)
+        check_float("space_learning_rate", self.space_learning_rate, 0.0, 10.0)
+        check_float("space_prior_weight", self.space_prior_weight, 0.0, MAX_WEIGHT)
+        check_float("space_box", self.space_box, 0.1, 10.0)
+        check_int("space_components", self.space_components, 0, 100_000)
+        check_float("space_residual_adding", self.space_residual_adding, 0.0, 1.0)
+        check_float("space_residual_removing", self.space_residual_removing, 0.0, 1.0)
+        for switch in ("region_mask", "whole_face_region", "keep_monochrome", "space_class_prior"):
             if not isinstance(getattr(self, switch), bool):
                 raise ValueError(f"{switch} must be True or False, got {getattr(self, switch)!r}")
         check_int("region_edit_steps", self.region_edit_steps, 0, MAX_STEPS)

@@ -3,6 +3,8 @@ entry point that every caller uses (as ``quantize`` is for the compression metho
 
 * ``denoised`` (default) — each model drives its own edit through the learned face
   denoiser, with a mask and inpainting (:mod:`recourse.generation.denoised`);
+* ``region-space`` — each model steers its own edit inside a learned space of the attribute's
+  face part (mouth, eyes, whole face: :mod:`recourse.generation.spaces`);
 * ``pca-walk`` — gradient steps of the model inside the PCA face basis;
 * ``pca-walk-cone`` — the same, each step turned into a cone around a shared robust guide's
   gradient (an ablation: the shared guide makes two models' directions agree by
@@ -22,10 +24,12 @@ from typing import Callable
 import torch
 from torch import nn
 
-from recourse.data import attribute_index
+from recourse.data import ATTRIBUTES, attribute_index
 from recourse.generation.denoised import denoised_counterfactuals
 from recourse.generation.generators import FaceGenerator, default_generator
 from recourse.generation.guidance import CounterfactualConfig, CounterfactualResult, pca_walk
+from recourse.generation.spaces.colour import colour_mode, luminance_only
+from recourse.generation.spaces.steer import space_counterfactuals
 from recourse.metrics import decisions, recourse_cost, validity
 
 Method = Callable[..., torch.Tensor]
@@ -51,6 +55,15 @@ def _denoised(images, model, index, sign, config, generator, seeds, decider):
     return denoised_counterfactuals(images, model, index, sign, config, denoiser, seeds, decider)
 
 
+@register("region-space")
+def _region_space(images, model, index, sign, config, generator, seeds, decider):
+    spaces = getattr(generator, "edit_spaces", None)
+    if spaces is None:
+        raise ValueError("the region-space method needs a generator with edit spaces "
+                         "(checkpoints/generator/edit-spaces: python -m recourse fit-edit-spaces)")
+    return space_counterfactuals(images, model, index, sign, config, spaces.for_attribute(ATTRIBUTES[index]), decider)
+
+
 @register("pca-walk")
 def _pca_walk(images, model, index, sign, config, generator, seeds, decider):
     return pca_walk(images, model, index, sign, config, generator, seeds, decider, use_guide=False)
@@ -59,6 +72,13 @@ def _pca_walk(images, model, index, sign, config, generator, seeds, decider):
 @register("pca-walk-cone")
 def _pca_walk_cone(images, model, index, sign, config, generator, seeds, decider):
     return pca_walk(images, model, index, sign, config, generator, seeds, decider, use_guide=True)
+
+
+def _keep_monochrome(originals: torch.Tensor, edited: torch.Tensor) -> torch.Tensor:
+    """``edited`` with each black-and-white original's own chroma: a method may only change its luminance."""
+    kept = [luminance_only(original, edit) if colour_mode(original).monochrome else edit
+            for original, edit in zip(originals, edited)]
+    return torch.stack(kept) if kept else edited
 
 
 def _check_images(images: torch.Tensor) -> None:
@@ -123,6 +143,8 @@ def generate(
     finally:
         model.train(was_training)
     counterfactuals, edits = made if isinstance(made, tuple) else (made, made)
+    if config.keep_monochrome:
+        counterfactuals, edits = _keep_monochrome(images, counterfactuals), _keep_monochrome(images, edits)
     with torch.no_grad():
         logits_after = deciding(counterfactuals)[:, index]
     return CounterfactualResult(

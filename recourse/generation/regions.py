@@ -204,7 +204,11 @@ def _ramp(distance: torch.Tensor, grow: float, soft: float) -> torch.Tensor:
 def shape_mask(points: np.ndarray, group: str, height: int, width: int) -> torch.Tensor:
     """``(H, W)`` float32 mask in [0, 1] of ``group``'s region for one face's landmarks ``(68, 2)``
     in the frame's pixels."""
-    shape = GROUPS[group]
+    return mask_of_shape(points, GROUPS[group], height, width)
+
+
+def mask_of_shape(points: np.ndarray, shape: Shape, height: int, width: int) -> torch.Tensor:
+    """``(H, W)`` float32 mask in [0, 1] of ``shape`` for one face's landmarks ``(68, 2)``."""
     face = Face(np.asarray(points, np.float64))
     soft = shape.soft * (height + width) / (2 * FRAME)
     grow = shape.grow * face.scale

@@ -1,0 +1,58 @@
+"""``recourse fit-edit-spaces``: learn the edit spaces of face parts from a split's faces."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from recourse.cli.common import add_data_options
+from recourse.locations import generator_dir
+
+
+def register(commands) -> None:
+    fit = commands.add_parser("fit-edit-spaces", help="learn the spaces of face parts that edits move in")
+    add_data_options(fit)
+    fit.add_argument("--split", default="train", choices=("train",),
+                     help="the faces the spaces learn from (only train: val chooses settings, test reports)")
+    fit.add_argument("--groups", nargs="+", default=None, help="which spaces (default: all: mouth eyes face)")
+    fit.add_argument("--out", default=str(generator_dir() / "edit-spaces"))
+    fit.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    fit.set_defaults(run=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    import subprocess
+    import time
+
+    import torch
+
+    from recourse.data import load_split
+    from recourse.generation.spaces.bundle import EditSpaces
+    from recourse.generation.spaces.fit import fit_region_space
+    from recourse.generation.spaces.landmarks import cache_path, split_landmarks
+    from recourse.generation.spaces.templates import SPACES
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    groups = args.groups or list(SPACES)
+    unknown = sorted(set(groups) - set(SPACES))
+    if unknown:
+        print(f"unknown group {unknown[0]!r}: choose from {', '.join(SPACES)}")
+        return 2
+    started = time.perf_counter()
+    cache_dir = None if args.no_cache else args.cache_dir
+    faces = load_split(args.data, args.split, 64, cache_dir=cache_dir)
+    print(f"{len(faces.images)} {args.split} faces; fitting their landmarks (cached)", flush=True)
+    points, found = split_landmarks(faces, cache_path(args.cache_dir, args.data, args.split),
+                                    lambda done, total: print(f"landmarks {done}/{total}", flush=True))
+    print(f"landmarks found on {int(found.sum())} of {len(found)} faces", flush=True)
+    out = Path(args.out)
+    regions = dict(EditSpaces.from_pretrained(out).regions) if (out / "spaces.json").is_file() else {}
+    for name in groups:
+        regions[name] = fit_region_space(SPACES[name], faces.images, points, found, faces.labels,
+                                         progress=lambda line: print(line, flush=True))
+    revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
+    command = f"python -m recourse fit-edit-spaces --data {Path(args.data).name} --groups {' '.join(groups)}"
+    EditSpaces(regions, {"command": command, "split": args.split, "code": revision}).save_pretrained(out)
+    print(f"wrote {', '.join(sorted(regions))} to {out} in {time.perf_counter() - started:.0f} s")
+    return 0

@@ -1,0 +1,95 @@
+"""The edit spaces as one folder: a subfolder per face part, each saved the diffusers way
+(``config.json`` + ``diffusion_pytorch_model.safetensors``), and ``spaces.json`` naming them.
+
+:meth:`EditSpaces.from_pretrained` reads a local folder, or a Hugging Face hub id through the
+hub's cache (``subfolder=`` per part), as any diffusers model loads.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from recourse.generation.spaces.space import RegionSpace
+from recourse.generation.spaces.templates import SPACE_OF, space_of
+
+INDEX_FILE = "spaces.json"
+_LOAD_OPTIONS = {"low_cpu_mem_usage": False}
+
+
+class EditSpaceError(ValueError):
+    """A missing or malformed edit space."""
+
+
+@dataclass
+class EditSpaces:
+    """The fitted spaces by group name (``mouth``, ``eyes``, ``face``)."""
+
+    regions: dict[str, RegionSpace]
+    about: dict = field(default_factory=dict)
+
+    def for_attribute(self, attribute: str) -> RegionSpace:
+        """The space ``attribute`` is edited in (EditSpaceError if it is not fitted)."""
+        group = space_of(attribute)
+        if group not in self.regions:
+            raise EditSpaceError(f"the {group} edit space ({attribute}) is not fitted; fitted: "
+                                 f"{', '.join(sorted(self.regions)) or 'none'} (python -m recourse fit-edit-spaces)")
+        return self.regions[group]
+
+    def edits(self, attribute: str) -> bool:
+        return attribute in SPACE_OF and SPACE_OF[attribute] in self.regions
+
+    def save_pretrained(self, directory: str | os.PathLike) -> None:
+        directory = Path(directory)
+        directory.mkdir(parents=True, exist_ok=True)
+        for name, space in self.regions.items():
+            copy.deepcopy(space).half().save_pretrained(directory / name)  # half precision: a third of the bytes
+        (directory / INDEX_FILE).write_text(json.dumps({"groups": sorted(self.regions), **self.about}, indent=2) + "\n")
+
+    @classmethod
+    def from_pretrained(cls, source: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
+                        local_files_only: bool = True, revision: str | None = None) -> "EditSpaces":
+        """From a folder :meth:`save_pretrained` wrote, or a hub id (``owner/name``)."""
+        path = Path(source)
+        if path.is_dir():
+            index_file = path / INDEX_FILE
+            if not index_file.is_file():
+                raise EditSpaceError(f"{path.name}: not an edit-spaces folder (no {INDEX_FILE})")
+            about = _read_index(index_file.read_text())
+            return cls({name: _load(path / name, name) for name in about["groups"]}, about)
+        from huggingface_hub import hf_hub_download
+
+        try:
+            index_file = hf_hub_download(str(source), INDEX_FILE, cache_dir=cache_dir, revision=revision,
+                                         local_files_only=local_files_only)
+        except Exception as error:  # not cached and no network, or no such repository
+            raise EditSpaceError(f"{source}: cannot read its {INDEX_FILE} ({str(error).splitlines()[0][:200]})") from None
+        about = _read_index(Path(index_file).read_text())
+        options = dict(subfolder=None, cache_dir=cache_dir, local_files_only=local_files_only, revision=revision)
+        regions = {}
+        for name in about["groups"]:
+            options["subfolder"] = name
+            regions[name] = _load(str(source), name, **options)
+        return cls(regions, about)
+
+
+def _read_index(text: str) -> dict:
+    try:
+        about = json.loads(text)
+    except json.JSONDecodeError as error:
+        raise EditSpaceError(f"{INDEX_FILE} is not JSON ({error.msg})") from None
+    groups = about.get("groups") if isinstance(about, dict) else None
+    if not isinstance(groups, list) or not all(isinstance(g, str) and g.isidentifier() for g in groups):
+        raise EditSpaceError(f"{INDEX_FILE} must name its groups as a list of identifiers")
+    return about
+
+
+def _load(source, name: str, **options) -> RegionSpace:
+    try:
+        space = RegionSpace.from_pretrained(source, **_LOAD_OPTIONS, **options)
+    except (OSError, ValueError, EnvironmentError) as error:
+        raise EditSpaceError(f"the {name} edit space cannot be loaded ({str(error).splitlines()[0][:200]})") from None
+    return space.float().eval().requires_grad_(False)

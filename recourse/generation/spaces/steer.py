@@ -1,0 +1,142 @@
+"""Each model steers its own edit inside a face part's space.
+
+For one face and one model: the coefficient change ``Δz`` of the attribute's space is optimised
+(Adam) so that the model's logit passes ``margin + overshoot`` on the target side, while the
+model keeps its view of the other 39 attributes and the space's prior (a Gaussian on the
+whitened coefficients) keeps the part a likely one; every coefficient stays within
+``±space_box`` standard deviations (a face already outside that box never moves further out).
+The edit is ``x + α ⊙ W⁻¹(Uᵀ(σ ⊙ Δz) − (1 − ρ)·r)``: the template change put back on the face by
+its own affine map, inside the attribute's region ``α``, with a share ``1 − ρ`` of the face's own
+residual ``r`` (what the space cannot draw: teeth behind lips that close) let go. The
+counterfactual is the first point on the straight path from the face to that edit where the
+deciding model is past ``margin``, as for every method.
+
+A monochrome face gets the luminance rows of the change only, its own chroma kept.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from recourse.data import ATTRIBUTES
+from recourse.generation.regions import face_landmarks, mask_of_shape
+from recourse.generation.spaces.colour import change_to_rgb, colour_mode, luminance_only, rgb_to_ycbcr
+from recourse.generation.spaces.space import RegionSpace, tapered_shape
+from recourse.generation.spaces.warp import coverage, from_template, to_template
+
+EARLY_STOP = 3  # consecutive steps past the aim that end the optimisation
+
+
+@dataclass(frozen=True)
+class FacePlacement:
+    """Where one face's part lies: the affine map from the template, the soft region ``alpha``
+    ``(1, 1, H, W)`` the edit may change, the face's coefficients ``z0`` ``(1, K)`` and residual
+    ``(1, D)``, and whether it is monochrome or its landmarks were not found."""
+
+    affine: np.ndarray
+    alpha: torch.Tensor
+    codes: torch.Tensor
+    residual: torch.Tensor
+    monochrome: bool
+    found: bool
+
+
+def place(space: RegionSpace, image: torch.Tensor, points: np.ndarray, found: bool) -> FacePlacement:
+    """The placement of ``space``'s part on ``image`` ``(1, 3, H, W)`` with landmarks ``points``
+    ``(68, 2)`` in the image's pixels."""
+    height, width = image.shape[-2:]
+    points64 = (np.asarray(points, np.float64) + 0.5) * np.array([64 / width, 64 / height]) - 0.5
+    affine = space.affines(points64[None])[0]
+    box = tuple(space.config.box)
+    covered = from_template(coverage(box), [affine], box, (height, width))
+    region = mask_of_shape(points, tapered_shape(space.config.region), height, width)[None, None]
+    with torch.no_grad():
+        textures = (rgb_to_ycbcr(to_template(image, [affine], box)) * space.taper.float()).flatten(1)
+        codes = space.encode(textures)
+        residual = textures - space.mean.float() - space.change(codes).flatten(1)
+    return FacePlacement(affine, (region * covered).to(image.dtype), codes, residual,
+                         colour_mode(image[0]).monochrome, found)
+
+
+def render(space: RegionSpace, image: torch.Tensor, placement: FacePlacement, dz: torch.Tensor,
+           residual_dropped: float = 0.0) -> torch.Tensor:
+    """``image`` ``(1, 3, H, W)`` with the coefficient change ``dz`` ``(1, K)`` applied in its region,
+    and ``residual_dropped`` of the face's own residual let go there."""
+    change = space.change(dz)
+    if residual_dropped:
+        change = change - residual_dropped * placement.residual.view_as(change)
+    if placement.monochrome:
+        change = change * torch.tensor([1.0, 0.0, 0.0], dtype=change.dtype)[:, None, None]
+    box = tuple(space.config.box)
+    face_change = from_template(change_to_rgb(change), [placement.affine], box, tuple(image.shape[-2:]))
+    return (image + placement.alpha * face_change).clamp(0, 1)
+
+
+def steer(space: RegionSpace, image: torch.Tensor, placement: FacePlacement, model: nn.Module, index: int,
+          sign: torch.Tensor, config, residual_dropped: float = 0.0) -> torch.Tensor:
+    """The coefficient change ``(1, K)`` that ``model`` steers ``image`` to (see the module's doc)."""
+    z0 = placement.codes
+    others = torch.ones(40, dtype=torch.bool)
+    others[index] = False
+    with torch.no_grad():
+        before = torch.sigmoid(model(image))[:, others]
+    box = config.space_box
+    low = torch.minimum(torch.full_like(z0, -box), z0) - z0
+    high = torch.maximum(torch.full_like(z0, box), z0) - z0
+    if config.space_components:  # the trailing components stay as the face has them
+        low[:, config.space_components:] = 0
+        high[:, config.space_components:] = 0
+    dz = torch.zeros_like(z0, requires_grad=True)
+    optimizer = torch.optim.Adam([dz], lr=config.space_learning_rate)
+    aim = config.margin + config.overshoot
+    components = z0.shape[1]
+    # the prior is the target class's: its mean is where the part of a face that has (or lacks)
+    # the attribute typically lies
+    centre = space.class_mean(ATTRIBUTES[index], int(sign[0] > 0))[None] if config.space_class_prior else 0.0
+    past = 0
+    for _ in range(config.space_steps):
+        logits = model(render(space, image, placement, dz, residual_dropped))
+        reach = sign * logits[:, index]
+        past = past + 1 if bool((reach >= aim).all()) else 0
+        if past >= EARLY_STOP:
+            break
+        loss = (F.softplus(aim - reach)
+                + config.preserve_weight * F.binary_cross_entropy_with_logits(logits[:, others], before)
+                + config.space_prior_weight * 0.5 * (((z0 + dz - centre) ** 2).sum(1) + (dz ** 2).sum(1)) / components)
+        (dz.grad,) = torch.autograd.grad(loss.sum(), dz)  # the model's own weights gather no gradient
+        optimizer.step()
+        with torch.no_grad():
+            dz.copy_(torch.maximum(torch.minimum(dz, high), low))
+    return dz.detach()
+
+
+def space_edit(space: RegionSpace, image: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
+               config, points: np.ndarray, found: bool) -> torch.Tensor:
+    """The whole edit ``(1, 3, H, W)`` of one face, aiming at ``margin + overshoot``."""
+    placement = place(space, image, points, found)
+    kept = config.space_residual_adding if bool(sign[0] > 0) else config.space_residual_removing
+    dz = steer(space, image, placement, model, index, sign, config, 1 - kept)
+    with torch.no_grad():
+        edited = render(space, image, placement, dz, 1 - kept)
+    return luminance_only(image, edited) if placement.monochrome else edited
+
+
+def space_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
+                          space: RegionSpace, decider: nn.Module | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counterfactuals ``(B, 3, H, W)`` and the whole edits they stop on, one face at a time."""
+    from recourse.generation.denoised import smallest_step
+
+    points, found = face_landmarks(images)
+    results, edits = [], []
+    for i in range(len(images)):
+        image = images[i:i + 1].clone()
+        edited = space_edit(space, image, model, index, sign[i:i + 1], config, points[i], bool(found[i]))
+        results.append(smallest_step(image, edited, decider if decider is not None else model, index,
+                                     sign[i:i + 1], config.margin))
+        edits.append(edited)
+    return torch.cat(results), torch.cat(edits)

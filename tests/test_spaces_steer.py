@@ -1,0 +1,101 @@
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from recourse.data import attribute_index
+from recourse.generation.guidance import CounterfactualConfig
+from recourse.generation.methods import generate
+from recourse.generation.regions import MEAN_LANDMARKS_64
+from recourse.generation.spaces.bundle import EditSpaces
+from recourse.generation.spaces.colour import colour_spread
+from recourse.generation.spaces.steer import place, render, space_edit
+from tests.spaces_fixtures import MouthBoxModel, smooth_faces, synthetic_space
+
+SMILING = attribute_index("Smiling")
+CONFIG = CounterfactualConfig(method="region-space", margin=1.0, overshoot=1.0, space_prior_weight=0.02)
+
+
+def _generator(space):
+    return SimpleNamespace(edit_spaces=EditSpaces({space.config.group: space}))
+
+
+def test_a_zero_change_returns_the_face_exactly():
+    space, image = synthetic_space(), smooth_faces(1)
+    placement = place(space, image, MEAN_LANDMARKS_64, True)
+    assert torch.equal(render(space, image, placement, torch.zeros(1, 8)), image)
+
+
+def test_the_edit_stays_inside_the_region():
+    space, image = synthetic_space(), smooth_faces(1)
+    placement = place(space, image, MEAN_LANDMARKS_64, True)
+    edited = render(space, image, placement, torch.full((1, 8), 2.0))
+    changed = (edited - image).abs().amax(dim=1)[0] > 1e-6
+    assert changed.any()
+    assert not bool(changed[placement.alpha[0, 0] == 0].any())
+    assert not bool(changed[:30].any())  # nothing above the mouth's template
+
+
+def test_a_model_flips_its_own_edit_in_the_space():
+    space, faces = synthetic_space(), smooth_faces(2)
+    model = MouthBoxModel(SMILING)
+    with torch.no_grad():
+        before = model(faces)[:, SMILING]
+    target = (before < 0).long()
+    result = generate(faces, model, "Smiling", target, CONFIG, _generator(space))
+    assert bool(result.valid.all())
+    assert (result.images[:, :, :30] == faces[:, :, :30]).all()
+
+
+def test_a_monochrome_face_stays_monochrome():
+    space = synthetic_space()
+    grey = smooth_faces(1)[:, :1].expand(-1, 3, -1, -1).contiguous()
+    edited = space_edit(space, grey, MouthBoxModel(SMILING), SMILING, torch.tensor([1.0]), CONFIG,
+                        MEAN_LANDMARKS_64, True)
+    assert not torch.equal(edited, grey)
+    assert float(colour_spread(edited)[0]) <= 1 / 255
+
+
+def test_the_same_task_gives_the_same_edit():
+    space, faces = synthetic_space(), smooth_faces(2)
+    model = MouthBoxModel(SMILING)
+    first = generate(faces, model, "Smiling", 1, CONFIG, _generator(space))
+    second = generate(faces.flip(0), model, "Smiling", 1, CONFIG, _generator(space))
+    assert torch.equal(first.images, second.images.flip(0))
+
+
+def test_an_attribute_of_no_fitted_space_is_refused_by_name():
+    space = synthetic_space()
+    try:
+        generate(smooth_faces(1), MouthBoxModel(SMILING), "Eyeglasses", 1, CONFIG, _generator(space))
+    except ValueError as error:
+        assert "eyes" in str(error) and "Eyeglasses" in str(error)
+    else:
+        raise AssertionError("expected a ValueError")
+
+
+def test_the_model_gathers_no_gradient():
+    space, faces = synthetic_space(), smooth_faces(1)
+    model = MouthBoxModel(SMILING)
+    generate(faces, model, "Smiling", 1, CONFIG, _generator(space))
+    assert all(parameter.grad is None for parameter in model.parameters())
+
+
+def test_a_grey_face_edited_by_any_method_keeps_its_chroma():
+    grey = smooth_faces(1)[:, :1].expand(-1, 3, -1, -1).contiguous()
+
+    def colouring(images, *_):
+        return (images + torch.tensor([0.1, 0.0, -0.1])[None, :, None, None]).clamp(0, 1)
+
+    from recourse.generation import methods
+
+    methods.METHODS["test-colouring"] = colouring
+    try:
+        config = CounterfactualConfig(method="test-colouring")
+        result = generate(grey, MouthBoxModel(SMILING), "Smiling", 1, config, SimpleNamespace())
+        assert float(colour_spread(result.images)[0]) <= 1 / 255
+        off = generate(grey, MouthBoxModel(SMILING), "Smiling", 1,
+                       CounterfactualConfig(method="test-colouring", keep_monochrome=False), SimpleNamespace())
+        assert float(colour_spread(off.images)[0]) > 0.1
+    finally:
+        del methods.METHODS["test-colouring"]
