@@ -36,6 +36,6 @@ METHODS: tuple[str, ...] = ("ptq-int8", "ptq-int4", "gptq", "cf-ptq", "cfq-qat",
 # recourse.generation.STOP_SEARCHES
 STOP_SEARCHES: tuple[str, ...] = ("interpolate", "bisect")
 # recourse.generation.METHODS (the counterfactual methods), in registration order
-COUNTERFACTUAL_METHODS: tuple[str, ...] = ("denoised", "pca-walk", "pca-walk-cone")
+COUNTERFACTUAL_METHODS: tuple[str, ...] = ("denoised", "region-space", "pca-walk", "pca-walk-cone")
 # recourse stability's checks: one pixel nudged by 1/255, and other memory layouts, batches and orders
 STABILITY_CHECKS: tuple[str, ...] = ("nudge", "layout")

@@ -104,7 +104,7 @@ def test_the_method_choice_offers_every_method_and_defaults_to_the_librarys():
     from recourse.generation import METHODS
 
     assert sorted(value for _, value in app.method.choices) == sorted(METHODS)
-    assert app.method.value == CounterfactualConfig().method == "denoised" == app.DEFAULTS.method
+    assert app.method.value == CounterfactualConfig().method == "region-space" == app.DEFAULTS.method
     cone = dict((value, label) for label, value in app.method.choices)["pca-walk-cone"]
     assert "ablation" in cone and "by construction" in app.METHOD_NOTES["pca-walk-cone"]
     # each slider starts at the value the CLI's audit uses

@@ -67,7 +67,7 @@ def test_a_folder_inside_the_repository_is_refused_before_anything_is_written(hq
 
 @pytest.mark.parametrize("arguments, message", [
     (["--n", "0"], "--n must be at least 1"),
-    (["--methods", "pca-walk", "dream"], "unknown methods dream; choose from denoised, pca-walk, pca-walk-cone"),
+    (["--methods", "pca-walk", "dream"], "unknown methods dream; choose from denoised, region-space, pca-walk, pca-walk-cone"),
     (["--attributes", "Smile"], "unknown attributes Smile"),
     (["--key", "{out}/page.html"], "would overwrite the page"),
     (["--pairs", "{out}/none.npz"], "no such pairs file"),

@@ -14,7 +14,9 @@ from recourse.generation.guidance import cone_projection
 from tests.conftest import BrightnessModel, tiny_classifier
 
 # the walk with its cone: its steps, stop and guide are what these tests are about
-EDIT = CounterfactualConfig(method="pca-walk-cone", finish_steps=200, finish_learning_rate=0.2, margin=1.0)
+# grey test images: the stop mechanics are tested apart from keeping a monochrome photo's chroma
+EDIT = CounterfactualConfig(method="pca-walk-cone", finish_steps=200, finish_learning_rate=0.2, margin=1.0,
+                            keep_monochrome=False)
 
 
 def angle(a: torch.Tensor, b: torch.Tensor) -> float:

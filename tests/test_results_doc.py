@@ -297,8 +297,9 @@ def test_the_discriminator_shows_the_pairs_commands_of_its_generator(monkeypatch
     monkeypatch.setattr(results_files, "load", lambda name: record if name == instruments.DISCRIMINATOR else None)
     text = "\n".join(instruments.discriminator_paragraph())
     # recorded before the pairs' settings were: made with the earlier defaults, the cone walk at margin 6
-    assert "--split train --n 200 --out out/realism/train-pairs.npz --method pca-walk-cone --margin 6\n" in text
-    assert "--split test --n 200 --out out/realism/test-pairs.npz --method pca-walk-cone --margin 6\n" in text
+    earlier = "--method pca-walk-cone --margin 6 --keep-monochrome off\n"
+    assert "--split train --n 200 --out out/realism/train-pairs.npz " + earlier in text
+    assert "--split test --n 200 --out out/realism/test-pairs.npz " + earlier in text
     record["pairs_counterfactual"] = {"train": asdict(CounterfactualConfig()), "test": asdict(CounterfactualConfig())}
     text = "\n".join(instruments.discriminator_paragraph())
     assert "--out out/realism/train-pairs.npz\n" in text and "--method" not in text
@@ -311,10 +312,10 @@ def test_the_committed_variants_are_rebuilt_with_the_generator_they_were_made_wi
     from recourse.locations import variants_dir
     from scripts.chores.make_variants import plan
 
-    pinned = ("--counterfactual-method", "pca-walk-cone", "--margin", "6")
+    pinned = ("--counterfactual-method", "pca-walk-cone", "--margin", "6", "--keep-monochrome", "off")
     for name, options in plan().items():
         uses_points = options[1] in ("cf-ptq", "cfq-qat")
-        assert (options[-4:] == pinned) == uses_points, name
+        assert (options[-len(pinned):] == pinned) == uses_points, name
         folder = variants_dir() / name
         if (folder / "config.json").is_file():
             config = read_config(folder)

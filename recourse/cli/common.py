@@ -38,8 +38,10 @@ PICTURE_MARGIN_HELP = ("the stop the picture is shown at, in logits past the bou
                        "on validation, assets/results/visible-stop-val.json; 0 = the boundary)")
 NUMBERS_AT_HELP = ("where per-image validity, CRG and DirSim are read on each edit: benchmark (default: the margin the "
                    "benchmark validated, where weight noise rarely decides) or boundary (margin 0: mostly noise)")
-METHOD_HELP = ("denoised (the default): each model edits through the face denoiser; pca-walk: steps in the PCA face "
-               "basis; pca-walk-cone: the same turned towards a shared robust guide")
+METHOD_HELP = ("region-space (the default): each model steers its edit inside a learned space of the face part "
+               "(mouth, eyes, face; the pixel edit for other parts); denoised: each model edits through the face "
+               "denoiser; pca-walk: steps in the PCA face basis; pca-walk-cone: the same turned towards a shared "
+               "robust guide")
 
 
 # --- models, data and outputs ------------------------------------------------------------
@@ -138,7 +140,8 @@ def add_pair_options(command: argparse.ArgumentParser) -> None:
 
 def add_denoised_options(sub: argparse.ArgumentParser) -> None:
     """The denoised method's settings, in their own group of the help."""
-    group = sub.add_argument_group("denoised options", "with --counterfactual-method denoised (the default)")
+    group = sub.add_argument_group("denoised options", "with --counterfactual-method denoised (and region-space's "
+                                                       "attributes without a face-part space: hair, ...)")
     group.add_argument("--sigma", type=finite_float,
                        help=f"denoised: noise level of the smoothing, [-1, 1] units (default {DENOISED_SIGMA:g})")
     group.add_argument("--edit-steps", type=int,
@@ -154,6 +157,17 @@ def add_denoised_options(sub: argparse.ArgumentParser) -> None:
     group.add_argument("--adaptive-share", type=finite_float,
                        help="denoised: cut the edited region to this share of it where the model's own "
                             "gradient is largest, 0-1 (MaskDiME's adaptive mask; default 1: no cut)")
+
+
+def add_space_options(sub: argparse.ArgumentParser) -> None:
+    """The region-space method's settings, in their own group of the help."""
+    group = sub.add_argument_group("face-part options", "with --counterfactual-method region-space (the default)")
+    group.add_argument("--space-steps", type=int, help="region-space: optimiser steps on the part's coefficients "
+                                                       "(default 40)")
+    group.add_argument("--space-prior-weight", type=finite_float,
+                       help="region-space: weight of the part's prior around the target class (default 3)")
+    group.add_argument("--space-box", type=finite_float,
+                       help="region-space: the coefficients stay within this many standard deviations (default 3)")
 
 
 def walk_options(sub: argparse.ArgumentParser) -> argparse._ArgumentGroup:
@@ -172,6 +186,9 @@ def add_generation_options(sub: argparse.ArgumentParser, margin: float | None = 
                      f"edit until the target logit is this far past the decision boundary (default "
                      f"{margin:g}{MARGIN_NOTES[margin]})")
     sub.add_argument("--seed", type=int)
+    sub.add_argument("--keep-monochrome", type=on_off, metavar="on|off",
+                     help="a black-and-white photo's edit changes its luminance only, whatever the method (default on)")
+    add_space_options(sub)
     add_denoised_options(sub)
     walks = walk_options(sub)
     walks.add_argument("--steps", type=int, help="walks: DDIM steps over the whole schedule (DDIM stage)")
@@ -198,7 +215,7 @@ def _counterfactual_config(args: argparse.Namespace, base=None):
 
     names = ("steps", "noise_level", "guidance_scale", "seed", "margin", "cone_degrees", "finish_steps",
              "finish_learning_rate", "stop_search", "sigma", "edit_steps", "region_mask", "whole_face_region",
-             "region_edit_steps", "adaptive_share")
+             "region_edit_steps", "adaptive_share", "keep_monochrome", "space_steps", "space_prior_weight", "space_box")
     values = {k: getattr(args, k) for k in names if getattr(args, k, None) is not None}
     if "edit_steps" in values and "region_edit_steps" not in values:  # as the app's slider: 24 → 48 in a region
         from recourse.generation.guidance import region_steps_for

@@ -18,7 +18,8 @@ from recourse.names import DEFAULT_ATTRIBUTES
 # method (runs made before there was a choice): the dataset commands' defaults until the
 # denoised method became the default, the cone walk at margin 6; and edits over the whole frame
 # (a run made before region masks became the default recorded none).
-EARLIER_GENERATION = {"method": "pca-walk-cone", "margin": 6.0, "region_mask": False}
+# A run made before black-and-white photos kept their chroma recorded no keep_monochrome.
+EARLIER_GENERATION = {"method": "pca-walk-cone", "margin": 6.0, "region_mask": False, "keep_monochrome": False}
 # CounterfactualConfig field -> the dataset commands' option (add_generation_options)
 GENERATION_OPTIONS = {"method": "--counterfactual-method", "margin": "--margin", "seed": "--seed",
                       "steps": "--steps", "noise_level": "--noise-level", "guidance_scale": "--guidance-scale",
@@ -26,17 +27,24 @@ GENERATION_OPTIONS = {"method": "--counterfactual-method", "margin": "--margin",
                       "finish_learning_rate": "--finish-learning-rate", "stop_search": "--stop-search",
                       "sigma": "--sigma", "edit_steps": "--edit-steps", "region_mask": "--region-mask",
                       "whole_face_region": "--whole-face-region", "region_edit_steps": "--region-edit-steps",
-                      "adaptive_share": "--adaptive-share"}
+                      "adaptive_share": "--adaptive-share", "keep_monochrome": "--keep-monochrome",
+                      "space_steps": "--space-steps", "space_prior_weight": "--space-prior-weight",
+                      "space_box": "--space-box"}
 # The fields each counterfactual method reads besides method, margin and seed: a recorded value
 # of another method's field (a walk's recorded sigma) changes nothing and is not repeated.
 _WALK_SETTINGS = ("steps", "noise_level", "guidance_scale", "proximity_weight", "preserve_weight", "finish_steps",
                   "finish_learning_rate", "stop_search")
+_DENOISED_SETTINGS = ("proximity_weight", "preserve_weight", "sigma", "edit_steps", "edit_learning_rate",
+                      "edit_resolution", "overshoot", "mask_threshold", "mask_dilation", "inpaint_sigma", "inpaint_steps",
+                      "denoised_output", "output_draws", "region_mask", "whole_face_region", "region_edit_steps",
+                      "region_edit_learning_rate", "adaptive_share", "keep_monochrome")
 METHOD_SETTINGS = {
-    "pca-walk": _WALK_SETTINGS, "pca-walk-cone": (*_WALK_SETTINGS, "cone_degrees"),
-    "denoised": ("proximity_weight", "preserve_weight", "sigma", "edit_steps", "edit_learning_rate", "edit_resolution",
-                 "overshoot", "mask_threshold", "mask_dilation", "inpaint_sigma", "inpaint_steps", "denoised_output",
-                 "output_draws", "region_mask", "whole_face_region", "region_edit_steps", "region_edit_learning_rate",
-                 "adaptive_share"),
+    "pca-walk": (*_WALK_SETTINGS, "keep_monochrome"), "pca-walk-cone": (*_WALK_SETTINGS, "cone_degrees", "keep_monochrome"),
+    "denoised": _DENOISED_SETTINGS,
+    # region-space reads the denoised settings where no space models the attribute's part
+    "region-space": (*_DENOISED_SETTINGS, "space_steps", "space_learning_rate", "space_prior_weight",
+                     "space_class_prior", "space_box", "space_components", "space_drop_residual",
+                     "space_luminance_only"),
 }
 # BenchmarkSettings field -> benchmark's option; ``counterfactual`` takes GENERATION_OPTIONS. A
 # run that recorded no ``analysis`` was made with LEGACY_ANALYSIS (from_record), so its command

@@ -1,10 +1,11 @@
 """The counterfactual methods, one registered entry each, and :func:`generate`, the one
 entry point that every caller uses (as ``quantize`` is for the compression methods).
 
-* ``denoised`` (default) — each model drives its own edit through the learned face
+* ``denoised`` — each model drives its own edit through the learned face
   denoiser, with a mask and inpainting (:mod:`recourse.generation.denoised`);
-* ``region-space`` — each model steers its own edit inside a learned space of the attribute's
-  face part (mouth, eyes, whole face: :mod:`recourse.generation.spaces`);
+* ``region-space`` (default) — each model steers its own edit inside a learned space of the attribute's
+  face part (mouth, eyes, whole face: :mod:`recourse.generation.spaces`); an attribute whose
+  part has no space (hair, ears, ...) gets the denoised pixel edit (:func:`edit_kind` says which);
 * ``pca-walk`` — gradient steps of the model inside the PCA face basis;
 * ``pca-walk-cone`` — the same, each step turned into a cone around a shared robust guide's
   gradient (an ablation: the shared guide makes two models' directions agree by
@@ -55,12 +56,22 @@ def _denoised(images, model, index, sign, config, generator, seeds, decider):
     return denoised_counterfactuals(images, model, index, sign, config, denoiser, seeds, decider)
 
 
+def edit_kind(config: CounterfactualConfig, attribute: str, generator: FaceGenerator | None = None) -> str:
+    """Which edit a result of ``config`` on ``attribute`` is: ``region-space`` (inside a learned
+    space of the attribute's face part), ``denoised`` (the model's pixel edit: the region-space
+    method's edit where no space models the attribute's part, hair for one) or the walk's name."""
+    if config.method != "region-space":
+        return config.method
+    generator = generator if generator is not None else default_generator()
+    spaces = getattr(generator, "edit_spaces", None)
+    return "region-space" if spaces is not None and spaces.edits(attribute) else "denoised"
+
+
 @register("region-space")
 def _region_space(images, model, index, sign, config, generator, seeds, decider):
     spaces = getattr(generator, "edit_spaces", None)
-    if spaces is None:
-        raise ValueError("the region-space method needs a generator with edit spaces "
-                         "(checkpoints/generator/edit-spaces: python -m recourse fit-edit-spaces)")
+    if spaces is None or not spaces.edits(ATTRIBUTES[index]):
+        return _denoised(images, model, index, sign, config, generator, seeds, decider)
     return space_counterfactuals(images, model, index, sign, config, spaces.for_attribute(ATTRIBUTES[index]), decider)
 
 
@@ -74,11 +85,19 @@ def _pca_walk_cone(images, model, index, sign, config, generator, seeds, decider
     return pca_walk(images, model, index, sign, config, generator, seeds, decider, use_guide=True)
 
 
-def _keep_monochrome(originals: torch.Tensor, edited: torch.Tensor) -> torch.Tensor:
-    """``edited`` with each black-and-white original's own chroma: a method may only change its luminance."""
-    kept = [luminance_only(original, edit) if colour_mode(original).monochrome else edit
-            for original, edit in zip(originals, edited)]
-    return torch.stack(kept) if kept else edited
+def _keep_monochrome(originals: torch.Tensor, counterfactuals: torch.Tensor, edits: torch.Tensor,
+                     deciding: nn.Module, index: int, sign: torch.Tensor, margin: float
+                     ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Each black-and-white original's whole edit with the original's own chroma (a method may
+    only change its luminance), and its stop found again on that edit's path; colour faces as made."""
+    from recourse.generation.denoised import smallest_step
+
+    counterfactuals, edits = counterfactuals.clone(), edits.clone()
+    for i, original in enumerate(originals):
+        if colour_mode(original).monochrome:
+            edits[i] = luminance_only(original, edits[i])
+            counterfactuals[i] = smallest_step(original[None], edits[i:i + 1], deciding, index, sign[i:i + 1], margin)[0]
+    return counterfactuals, edits
 
 
 def _check_images(images: torch.Tensor) -> None:
@@ -144,7 +163,7 @@ def generate(
         model.train(was_training)
     counterfactuals, edits = made if isinstance(made, tuple) else (made, made)
     if config.keep_monochrome:
-        counterfactuals, edits = _keep_monochrome(images, counterfactuals), _keep_monochrome(images, edits)
+        counterfactuals, edits = _keep_monochrome(images, counterfactuals, edits, deciding, index, sign, config.margin)
     with torch.no_grad():
         logits_after = deciding(counterfactuals)[:, index]
     return CounterfactualResult(

@@ -76,6 +76,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--margin", type=float, help="logits past the boundary (default: the config's)")
     parser.add_argument("--region-mask", choices=("on", "off"), help="denoised: confine edits to their region "
                                                                       "(default: the config's)")
+    parser.add_argument("--keep-monochrome", choices=("on", "off"),
+                        help="a black-and-white face's edit changes its luminance only (default: the config's, on)")
     parser.add_argument("--out", default="out/rating/pairs.npz")
     args = parser.parse_args(argv)
     classifier = load_classifier(teacher_dir())
@@ -85,8 +87,10 @@ def main(argv: list[str] | None = None) -> None:
     attributes = rng.choice(args.attributes, args.n)
     config, generator = CounterfactualConfig(), default_generator()
     region = None if args.region_mask is None else args.region_mask == "on"
+    monochrome = None if args.keep_monochrome is None else args.keep_monochrome == "on"
     config = replace(config, **{k: v for k, v in (("method", args.method), ("margin", args.margin),
-                                                  ("region_mask", region)) if v is not None})
+                                                  ("region_mask", region), ("keep_monochrome", monochrome))
+                                if v is not None})
     pairs = make_pairs(faces, chosen.tolist(), attributes.tolist(), [config.method] * args.n, classifier, config,
                        generator)
     path = save_pairs(args.out, pairs.originals, pairs.counterfactuals, attributes, pairs.targets,

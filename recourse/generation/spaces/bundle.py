@@ -13,10 +13,12 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from recourse.generation.spaces.critic import ArtifactCritic
 from recourse.generation.spaces.space import RegionSpace
 from recourse.generation.spaces.templates import SPACE_OF, space_of
 
 INDEX_FILE = "spaces.json"
+CRITIC_PREFIX = "critic-"
 _LOAD_OPTIONS = {"low_cpu_mem_usage": False}
 
 
@@ -30,6 +32,7 @@ class EditSpaces:
 
     regions: dict[str, RegionSpace]
     about: dict = field(default_factory=dict)
+    critics: dict[str, ArtifactCritic] = field(default_factory=dict)  # by group: the artifact check's
 
     def for_attribute(self, attribute: str) -> RegionSpace:
         """The space ``attribute`` is edited in (EditSpaceError if it is not fitted)."""
@@ -47,7 +50,10 @@ class EditSpaces:
         directory.mkdir(parents=True, exist_ok=True)
         for name, space in self.regions.items():
             copy.deepcopy(space).half().save_pretrained(directory / name)  # half precision: a third of the bytes
-        (directory / INDEX_FILE).write_text(json.dumps({"groups": sorted(self.regions), **self.about}, indent=2) + "\n")
+        for name, critic in self.critics.items():
+            critic.save_pretrained(directory / f"{CRITIC_PREFIX}{name}")
+        about = {**self.about, "groups": sorted(self.regions), "critics": sorted(self.critics)}
+        (directory / INDEX_FILE).write_text(json.dumps(about, indent=2) + "\n")
 
     @classmethod
     def from_pretrained(cls, source: str | os.PathLike, *, cache_dir: str | os.PathLike | None = None,
@@ -59,7 +65,8 @@ class EditSpaces:
             if not index_file.is_file():
                 raise EditSpaceError(f"{path.name}: not an edit-spaces folder (no {INDEX_FILE})")
             about = _read_index(index_file.read_text())
-            return cls({name: _load(path / name, name) for name in about["groups"]}, about)
+            return cls({name: _load(path / name, name) for name in about["groups"]}, about,
+                       {name: _load(path / f"{CRITIC_PREFIX}{name}", name, ArtifactCritic) for name in about["critics"]})
         from huggingface_hub import hf_hub_download
 
         try:
@@ -69,11 +76,14 @@ class EditSpaces:
             raise EditSpaceError(f"{source}: cannot read its {INDEX_FILE} ({str(error).splitlines()[0][:200]})") from None
         about = _read_index(Path(index_file).read_text())
         options = dict(subfolder=None, cache_dir=cache_dir, local_files_only=local_files_only, revision=revision)
-        regions = {}
+        regions, critics = {}, {}
         for name in about["groups"]:
             options["subfolder"] = name
             regions[name] = _load(str(source), name, **options)
-        return cls(regions, about)
+        for name in about["critics"]:
+            options["subfolder"] = f"{CRITIC_PREFIX}{name}"
+            critics[name] = _load(str(source), name, ArtifactCritic, **options)
+        return cls(regions, about, critics)
 
 
 def _read_index(text: str) -> dict:
@@ -81,15 +91,17 @@ def _read_index(text: str) -> dict:
         about = json.loads(text)
     except json.JSONDecodeError as error:
         raise EditSpaceError(f"{INDEX_FILE} is not JSON ({error.msg})") from None
-    groups = about.get("groups") if isinstance(about, dict) else None
-    if not isinstance(groups, list) or not all(isinstance(g, str) and g.isidentifier() for g in groups):
-        raise EditSpaceError(f"{INDEX_FILE} must name its groups as a list of identifiers")
-    return about
+    for key in ("groups", "critics"):
+        names = about.get(key, []) if isinstance(about, dict) else None
+        if not isinstance(names, list) or not all(isinstance(g, str) and g.isidentifier() for g in names):
+            raise EditSpaceError(f"{INDEX_FILE} must name its {key} as a list of identifiers")
+    return {"critics": [], **about}
 
 
-def _load(source, name: str, **options) -> RegionSpace:
+def _load(source, name: str, kind=RegionSpace, **options):
+    what = "edit space" if kind is RegionSpace else "artifact critic"
     try:
-        space = RegionSpace.from_pretrained(source, **_LOAD_OPTIONS, **options)
+        model = kind.from_pretrained(source, **_LOAD_OPTIONS, **options)
     except (OSError, ValueError, EnvironmentError) as error:
-        raise EditSpaceError(f"the {name} edit space cannot be loaded ({str(error).splitlines()[0][:200]})") from None
-    return space.float().eval().requires_grad_(False)
+        raise EditSpaceError(f"the {name} {what} cannot be loaded ({str(error).splitlines()[0][:200]})") from None
+    return model.float().eval().requires_grad_(False)

@@ -57,13 +57,36 @@ class ColourMode:
     spread: float
 
 
+TINT_RESIDUAL = 2.6 / 255  # the largest chroma left unexplained by luminance in a toned print (sepia)
+
+
+def chroma_beyond_tone(image: torch.Tensor) -> float:
+    """The standard deviation of the chroma that a quadratic function of luminance does not
+    explain (the larger of Cb's and Cr's), [0, 1] units. A toned print's chroma follows its
+    luminance (warm highlights, neutral shadows); a colour photo's lips, skin and background
+    do not. On 3,000 val faces the 7 lowest (0.31–2.5/255) were the black-and-white and
+    toned prints, the next (2.8/255 and up) colour photos."""
+    ycbcr = rgb_to_ycbcr(image.double()).flatten(1)
+    luminance, chroma = ycbcr[0], ycbcr[1:]
+    design = torch.stack([torch.ones_like(luminance), luminance, luminance ** 2], dim=1)
+    solution = torch.linalg.lstsq(design, chroma.T).solution
+    return float((chroma.T - design @ solution).std(dim=0).max())
+
+
+@dataclass(frozen=True)
+class ColourMode:
+    """Whether a face is shown without colour (``monochrome``: greyscale or a toned print such
+    as sepia) and its channel spread."""
+
+    monochrome: bool
+    spread: float
+
+
 def colour_mode(image: torch.Tensor) -> ColourMode:
-    """A ``(3, H, W)`` face is monochrome when its channels hardly differ or its chroma hardly
-    varies (a sepia print: a constant tint)."""
+    """A ``(3, H, W)`` face is monochrome when its channels hardly differ or its chroma follows
+    its luminance (a toned print)."""
     spread = float(colour_spread(image[None])[0])
-    chroma = rgb_to_ycbcr(image)[1:].flatten(1)
-    tinted = bool((chroma.std(dim=1) <= 3 / 255).all())
-    return ColourMode(spread <= MONOCHROME_SPREAD or tinted, spread)
+    return ColourMode(spread <= MONOCHROME_SPREAD or chroma_beyond_tone(image) <= TINT_RESIDUAL, spread)
 
 
 def luminance_only(original: torch.Tensor, edited: torch.Tensor) -> torch.Tensor:

@@ -46,7 +46,7 @@ class RegionSpace(ModelMixin, ConfigMixin):
     @register_to_config
     def __init__(self, group: str = "mouth", anchors: tuple[int, ...] = (), box: tuple[int, ...] = (0, 0, 1, 1),
                  components: int = 1, attributes: tuple[str, ...] = (), region: str = "mouth",
-                 faces: int = 0) -> None:
+                 faces: int = 0, code_energy_limit: float = 0.0, residual_energy_limit: float = 0.0) -> None:
         super().__init__()
         x0, y0, x1, y1 = box
         dimension = 3 * (y1 - y0) * (x1 - x0)
@@ -81,6 +81,12 @@ class RegionSpace(ModelMixin, ConfigMixin):
         """The template-texture change ``(N, 3, h, w)`` (Y, Cb, Cr) that a coefficient change ``dz`` makes."""
         height, width = self.spec.size
         return ((dz * self.scales.float()) @ self.basis.float()).view(-1, 3, height, width)
+
+    @property
+    def realism_limits(self) -> tuple[float, float] | None:
+        """``(‖z‖²/K, residual energy)`` limits set on real val faces, None before calibration."""
+        limits = (float(self.config.code_energy_limit), float(self.config.residual_energy_limit))
+        return limits if all(limit > 0 for limit in limits) else None
 
     def class_mean(self, attribute: str, target: int) -> torch.Tensor:
         """The mean ``z`` of train faces that have (``target`` 1) or lack ``attribute``."""

@@ -30,6 +30,7 @@ from recourse.generation.spaces.space import RegionSpace, tapered_shape
 from recourse.generation.spaces.warp import coverage, from_template, to_template
 
 EARLY_STOP = 3  # consecutive steps past the aim that end the optimisation
+KEEP_TONE = ("face",)  # spaces whose edits keep the part's mean colour (see keep_tone)
 
 
 @dataclass(frozen=True)
@@ -63,14 +64,24 @@ def place(space: RegionSpace, image: torch.Tensor, points: np.ndarray, found: bo
                          colour_mode(image[0]).monochrome, found)
 
 
+def keep_tone(change: torch.Tensor, taper: torch.Tensor) -> torch.Tensor:
+    """``change`` ``(N, 3, h, w)`` less its taper-weighted mean per channel: what it does to the
+    part's structure (wrinkles, shadows, shapes) without lightening, darkening or tinting the
+    whole part, which would read as another skin tone or another light, not another age."""
+    weights = taper / taper.sum()
+    return change - (change * weights).sum(dim=(-2, -1), keepdim=True) * (taper > 0)
+
+
 def render(space: RegionSpace, image: torch.Tensor, placement: FacePlacement, dz: torch.Tensor,
-           residual_dropped: float = 0.0) -> torch.Tensor:
+           residual_dropped: float = 0.0, luminance: bool = False) -> torch.Tensor:
     """``image`` ``(1, 3, H, W)`` with the coefficient change ``dz`` ``(1, K)`` applied in its region,
     and ``residual_dropped`` of the face's own residual let go there."""
     change = space.change(dz)
+    if space.config.group in KEEP_TONE:
+        change = keep_tone(change, space.taper.float())
     if residual_dropped:
         change = change - residual_dropped * placement.residual.view_as(change)
-    if placement.monochrome:
+    if placement.monochrome or luminance:
         change = change * torch.tensor([1.0, 0.0, 0.0], dtype=change.dtype)[:, None, None]
     box = tuple(space.config.box)
     face_change = from_template(change_to_rgb(change), [placement.affine], box, tuple(image.shape[-2:]))
@@ -78,7 +89,7 @@ def render(space: RegionSpace, image: torch.Tensor, placement: FacePlacement, dz
 
 
 def steer(space: RegionSpace, image: torch.Tensor, placement: FacePlacement, model: nn.Module, index: int,
-          sign: torch.Tensor, config, residual_dropped: float = 0.0) -> torch.Tensor:
+          sign: torch.Tensor, config, residual_dropped: float = 0.0, luminance: bool = False) -> torch.Tensor:
     """The coefficient change ``(1, K)`` that ``model`` steers ``image`` to (see the module's doc)."""
     z0 = placement.codes
     others = torch.ones(40, dtype=torch.bool)
@@ -100,7 +111,7 @@ def steer(space: RegionSpace, image: torch.Tensor, placement: FacePlacement, mod
     centre = space.class_mean(ATTRIBUTES[index], int(sign[0] > 0))[None] if config.space_class_prior else 0.0
     past = 0
     for _ in range(config.space_steps):
-        logits = model(render(space, image, placement, dz, residual_dropped))
+        logits = model(render(space, image, placement, dz, residual_dropped, luminance))
         reach = sign * logits[:, index]
         past = past + 1 if bool((reach >= aim).all()) else 0
         if past >= EARLY_STOP:
@@ -119,10 +130,11 @@ def space_edit(space: RegionSpace, image: torch.Tensor, model: nn.Module, index:
                config, points: np.ndarray, found: bool) -> torch.Tensor:
     """The whole edit ``(1, 3, H, W)`` of one face, aiming at ``margin + overshoot``."""
     placement = place(space, image, points, found)
-    kept = config.space_residual_adding if bool(sign[0] > 0) else config.space_residual_removing
-    dz = steer(space, image, placement, model, index, sign, config, 1 - kept)
+    kept = 0.0 if bool(sign[0] < 0) and ATTRIBUTES[index] in config.space_drop_residual else 1.0
+    luminance = ATTRIBUTES[index] in config.space_luminance_only
+    dz = steer(space, image, placement, model, index, sign, config, 1 - kept, luminance)
     with torch.no_grad():
-        edited = render(space, image, placement, dz, 1 - kept)
+        edited = render(space, image, placement, dz, 1 - kept, luminance)
     return luminance_only(image, edited) if placement.monochrome else edited
 
 

@@ -25,7 +25,8 @@ DISCRIMINATOR_COMMANDS = (
     "--train-pairs out/realism/train-pairs.npz "
     f"--test-pairs out/realism/test-pairs.npz --json assets/results/{DISCRIMINATOR}")
 # scripts.figures.export_pairs' generation options
-EXPORT_PAIRS_OPTIONS = {"method": "--method", "margin": "--margin", "region_mask": "--region-mask"}
+EXPORT_PAIRS_OPTIONS = {"method": "--method", "margin": "--margin", "region_mask": "--region-mask",
+                        "keep_monochrome": "--keep-monochrome"}
 NEAR_MAJORITY = 2.0  # accuracy points above the majority rate below which a judge does not see an attribute
 JUDGE_ACCURACY = (("radius 1", "eval-judge-val.json"), ("radius 3 (strong)", "eval-strong-judge-val.json"))
 
