@@ -1,5 +1,6 @@
 """The instruments an audit reads, apart from the models it audits: the robust judges and dlib's
-face descriptor (``docs/metrics.md``, judge FR, FVA and FS), which only measure and never guide.
+face descriptor (``docs/metrics.md``, judge FR, FVA and FS), which only measure and never guide,
+and the artifact check of each model's edit, which says whether their ticks count.
 
 Each ``resolve_*`` says which instrument an audit uses (the committed one for ``COMMITTED``, a
 module or callable as given, None: left out) and, where there is none, why; each ``*_view``
@@ -17,6 +18,8 @@ from torch import nn
 
 from recourse.audit.edit_path import RecoursePath, path_images
 from recourse.checkpoints import CheckpointError
+from recourse.generation.regions import face_landmarks
+from recourse.generation.spaces.artifacts import ArtifactCheck, check_attribute_edit, counted
 from recourse.instruments.identity import DLIB_THRESHOLD, Descriptors, IdentityModelError, descriptor_distances
 from recourse.instruments.readings import JudgeReading, judge_readings, path_readings
 
@@ -217,3 +220,25 @@ def identity_view(describe: Describe | None, x: torch.Tensor, teacher_counterfac
     vectors = np.asarray(described.vectors)
     distances = descriptor_distances(vectors[[0, 0]], vectors[1:])
     return IdentityView(float(distances[0]), float(distances[1]), tuple(bool(d) for d in described.detected))
+
+
+def artifact_checks(x: torch.Tensor, teacher_counterfactual: torch.Tensor, student_counterfactual: torch.Tensor,
+                    attribute: str, generator) -> tuple[ArtifactCheck, ArtifactCheck]:
+    """The artifact check of each recourse (``(3, H, W)`` in [0, 1]) as an edit of ``x``: its
+    colour readings always, its realism where ``generator``'s edit spaces model the attribute's part."""
+    spaces = getattr(generator, "edit_spaces", None)
+    # the landmarks are fitted only where a space reads them (a face without one costs no fit)
+    points = face_landmarks(x[None])[0][0] if spaces is not None and spaces.edits(attribute) else None
+    return (check_attribute_edit(x, teacher_counterfactual, attribute, points, spaces),
+            check_attribute_edit(x, student_counterfactual, attribute, points, spaces))
+
+
+def gated_ticks(record: dict | None, keys: tuple[str, str],
+                artifacts: tuple[ArtifactCheck | None, ArtifactCheck | None]) -> dict | None:
+    """An instrument's exported ``record`` with its ticks on x'_f and x'_g (``keys``) as they count
+    (:func:`counted`); a tick that a failed check struck keeps its reading under ``"as_read"``."""
+    if record is None:
+        return None
+    ticks = {key: counted(record[key], check) for key, check in zip(keys, artifacts)}
+    struck = {key: record[key] for key in keys if ticks[key] != record[key]}
+    return {**record, **ticks, "as_read": struck} if struck else record

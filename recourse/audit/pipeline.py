@@ -15,6 +15,10 @@ following ``docs/metrics.md``:
 6. identity: dlib's face-descriptor distance of each recourse to the face, the same person at
    ``≤ 0.6`` (``docs/metrics.md``, FVA). The judges and identity only measure: they never guide.
 
+Right after step 3, each shown recourse goes through the artifact check
+(:mod:`recourse.generation.spaces.artifacts`): where it fails, the judges' and identity's
+ticks on that edit do not count.
+
 :func:`audit_steps` yields after step 2 so that a UI can show predictions first;
 :func:`audit_image` runs it to the end. What an audit takes and gives is in
 :mod:`recourse.audit.result`, the instruments of steps 5 and 6 in :mod:`recourse.audit.instruments`,
@@ -40,13 +44,14 @@ from recourse import __version__
 from recourse.attribution import AttributionComparison, compare_maps, integrated_gradients, occlusion
 from recourse.audit.edit_path import RecoursePath, recourse_path
 from recourse.audit.instruments import (
-    COMMITTED, JUDGED_RESOLUTION, Describe, identity_view, independent_readings, judge_view, judged_path,
-    model_probabilities, model_resolution, resolve_identity, resolve_judge, resolve_strong_judge,
+    COMMITTED, JUDGED_RESOLUTION, Describe, artifact_checks, identity_view, independent_readings, judge_view,
+    judged_path, model_probabilities, model_resolution, resolve_identity, resolve_judge, resolve_strong_judge,
 )
 from recourse.audit.paired import Student, paired_recourse, read_stops
 from recourse.audit.result import AuditResult, AuditSettings, Predictions, product_settings
 from recourse.data import ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
+from recourse.generation.methods import edit_kind
 from recourse.progress import StageCheck, no_check
 
 ImageSource = str | os.PathLike | bytes | Image.Image | torch.Tensor
@@ -157,6 +162,7 @@ def audit_steps(
     yield AuditStep("counterfactuals", 0.6, predictions=predictions)
     stopped = read_stops(x[None], attribute, torch.tensor([target]), teacher, student, paired, settings.stops)
     x_f, x_g, image_recourse_ = stopped.teacher_pictures[0], stopped.student_pictures[0], stopped.columns.image(0)
+    checked = _checked(x, x_f, x_g, attribute, settings, generator, seconds)  # the pictures the audit shows
     probabilities_after, student_logits = _after(x_f, x_g, index, teacher, student, student_logits_before)
     teacher_edit, student_edit = paired.teacher.edits[0], paired.student.edits[0]
     mark = time.perf_counter()
@@ -180,7 +186,7 @@ def audit_steps(
         student_logits=student_logits,
         recourse=image_recourse_, attributions=attributions, settings=settings,
         seed=seed, student_model=student.kind, versions=_versions(), seconds=seconds,
-        teacher_edit=teacher_edit, student_edit=student_edit, paths=paths, **instruments,
+        teacher_edit=teacher_edit, student_edit=student_edit, paths=paths, **instruments, **checked,
     )
     yield AuditStep("done", 1.0, predictions=predictions, result=result)
 
@@ -221,6 +227,16 @@ def _after(x_f: torch.Tensor, x_g: torch.Tensor, index: int, teacher: nn.Module,
     student_logits = {"original": float(student_logits_before[index]), "teacher_counterfactual": on_teacher,
                       "student_counterfactual": on_own}
     return probabilities_after, student_logits
+
+
+def _checked(x: torch.Tensor, x_f: torch.Tensor, x_g: torch.Tensor, attribute: str, settings: AuditSettings,
+             generator: FaceGenerator, seconds: dict[str, float]) -> dict:
+    """The :class:`AuditResult` fields of the artifact check of both recourses and of which edit
+    they are (from the edit's settings, the ones actually used); its time added to ``seconds``."""
+    mark = time.perf_counter()
+    artifacts = artifact_checks(x, x_f, x_g, attribute, generator)
+    seconds["artifacts"] = time.perf_counter() - mark
+    return {"artifacts": artifacts, "edit_kind": edit_kind(settings.edit_config, attribute, generator)}
 
 
 def _paths(x: torch.Tensor, edits: tuple[torch.Tensor, torch.Tensor], attribute: str, target: int,

@@ -16,9 +16,9 @@ import torch
 from recourse.attribution import AttributionComparison, AttributionConfig
 from recourse.audit.edit_path import RecoursePath
 from recourse.audit.image_noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared, on_boundary
-from recourse.audit.instruments import IdentityView, JudgeView
+from recourse.audit.instruments import IdentityView, JudgeView, gated_ticks
 from recourse.audit.stops import AuditStops, stops_for
-from recourse.audit.verdict import identity_verdict, verdict
+from recourse.audit.verdict import Checks, identity_verdict, verdict
 from recourse.data import ATTRIBUTES, attribute_index
 from recourse.generation import CounterfactualConfig
 from recourse.instruments.readings import JudgeReading
@@ -96,6 +96,12 @@ class Predictions:
         }
 
 
+# each instrument's exported ticks on x'_f and x'_g, which an edit's failed artifact check strikes
+SEES = ("sees_teacher_change", "sees_student_change")
+KEPT = ("teacher_kept", "student_kept")
+SEEN = ("on_teacher_counterfactual_seen", "on_student_counterfactual_seen")
+
+
 @dataclass(frozen=True)
 class AuditResult:
     """A whole audit. Images are ``(3, H, W)`` in [0, 1]; difference maps are ``x' − x``."""
@@ -125,6 +131,10 @@ class AuditResult:
     teacher_edit: torch.Tensor | None = None
     student_edit: torch.Tensor | None = None
     paths: tuple[RecoursePath, ...] = ()
+    # each model's ArtifactCheck of the pictures shown (x'_f's, x'_g's): a failed one strikes the
+    # judges' and dlib's ticks on that edit (None: not checked, an audit made before the check)
+    artifacts: Checks = (None, None)
+    edit_kind: str = ""  # recourse.generation.methods.edit_kind: "region-space", "denoised", a walk's name
 
     @property
     def face_logit(self) -> float:
@@ -139,8 +149,8 @@ class AuditResult:
 
     @property
     def verdict(self) -> str:
-        return (verdict(self.recourse, self.judge, self.predictions.attribute, self.face_logit)
-                + identity_verdict(self.identity, self.recourse))
+        return (verdict(self.recourse, self.judge, self.predictions.attribute, self.face_logit, self.artifacts)
+                + identity_verdict(self.identity, self.recourse, self.artifacts))
 
     def to_dict(self) -> dict:
         """Every value of the audit (the pictures are added by :func:`recourse.render.audit_record`)."""
@@ -160,10 +170,16 @@ class AuditResult:
             "probabilities_after": {k: round(v, 6) for k, v in self.probabilities_after.items()},
             "student_logits": {k: round(v, 6) for k, v in self.student_logits.items()},
             "attributions": [a.to_dict() for a in self.attributions],
-            "judge": None if self.judge is None else self.judge.to_dict(),
-            "strong_judge": None if self.strong_judge is None else self.strong_judge.to_dict(),
-            "identity": None if self.identity is None else self.identity.to_dict(),
-            "judge_readings": [reading.to_dict() for reading in self.judge_readings],
+            # the instruments' ticks as they count; their readings (p, distances) as read
+            "judge": gated_ticks(None if self.judge is None else self.judge.to_dict(), SEES, self.artifacts),
+            "strong_judge": gated_ticks(None if self.strong_judge is None else self.strong_judge.to_dict(), SEES,
+                                        self.artifacts),
+            "identity": gated_ticks(None if self.identity is None else self.identity.to_dict(), KEPT,
+                                    self.artifacts),
+            "judge_readings": [gated_ticks(reading.to_dict(), SEEN, self.artifacts) for reading in self.judge_readings],
+            "artifacts": {model: None if check is None else check.to_dict()
+                          for model, check in zip(("teacher", "student"), self.artifacts)},
+            "edit_kind": self.edit_kind,
             "missing": dict(self.missing),
             "paths": [path.to_dict() for path in self.paths],
             "student_model": self.student_model,

@@ -1,5 +1,7 @@
-"""An audit's outcome in plain words: what the two models do with the recourse, what the
-robust judge sees, and whether dlib still recognises the person (``docs/metrics.md``)."""
+"""An audit's outcome in plain words: what the two models do with the recourse, whether each
+edit passed the artifact check, what the robust judge sees, and whether dlib still recognises
+the person (``docs/metrics.md``). A judge's or dlib's tick on an edit that failed the artifact
+check does not count (:func:`recourse.generation.spaces.artifacts.counted`)."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import math
 
 from recourse.audit.image_noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared
 from recourse.audit.instruments import IdentityView, JudgeView
+from recourse.generation.spaces.artifacts import ArtifactCheck
 from recourse.metrics import ImageRecourse
 
 # DirSim_i under which the verdict leads with the direction: a full-precision classifier trained
@@ -17,29 +20,63 @@ DIFFERENT_DIRECTION = 50.0
 # The noise floor in words a person can picture (NOISE_FLOOR_COST on the 0-1 scale is about half
 # of one of an 8-bit picture's 256 grey levels per pixel).
 FLOOR_WORDS = f"a mean change under {NOISE_FLOOR_COST}, about half a grey level per pixel"
+# Each model's artifact check, the full-precision model's first; None where none was made.
+Checks = tuple[ArtifactCheck | None, ArtifactCheck | None]
+NO_CHECKS: Checks = (None, None)
+MODELS = (("teacher", "full-precision"), ("student", "compressed"))
+# Which edit a picture is (recourse.generation.methods.edit_kind); a walk's is said by its method.
+EDIT_KINDS = {"region-space": "edited inside a space of real face parts", "denoised": "the model's pixel edit"}
+
+
+def failed(check: ArtifactCheck | None) -> bool:
+    """Whether an edit failed its artifact check (False where none was made)."""
+    return check is not None and not check.passed
+
+
+def artifact_says(check: ArtifactCheck | None) -> str:
+    """An edit's artifact check in a few words: "artifact check: passed", "artifact check:
+    failed (its reasons)", or "" where none was made."""
+    if check is None:
+        return ""
+    return "artifact check: passed" if check.passed else f"artifact check: failed ({'; '.join(check.reasons)})"
+
+
+def artifact_verdict(artifacts: Checks = NO_CHECKS) -> str:
+    """A sentence for each edit that failed the artifact check: why, and that the instruments'
+    ticks on it do not count ("" where none failed)."""
+    return "".join(f" The {name} edit failed the artifact check: {'; '.join(check.reasons)}; the judges' ticks "
+                   "and dlib's same-person tick do not count for it."
+                   for (_, name), check in zip(MODELS, artifacts) if failed(check))
 
 
 def verdict(recourse: ImageRecourse, judge: JudgeView | None = None, attribute: str = "the attribute",
-            face_logit: float | None = None) -> str:
-    """The audit's outcome in plain words: the two models, then what the robust judge sees.
-    ``face_logit``: the full-precision logit of the attribute on the face (None: not known,
-    only the costs are held against the noise floor)."""
-    return _models_verdict(recourse, face_logit) + judge_verdict(judge, recourse, attribute)
+            face_logit: float | None = None, artifacts: Checks = NO_CHECKS) -> str:
+    """The audit's outcome in plain words: the two models, the edits that failed the artifact
+    check, then what the robust judge sees in the others. ``face_logit``: the full-precision
+    logit of the attribute on the face (None: not known, only the costs are held against the
+    noise floor); ``artifacts``: each model's artifact check."""
+    return (_models_verdict(recourse, face_logit) + artifact_verdict(artifacts)
+            + judge_verdict(judge, recourse, attribute, artifacts))
 
 
-def judge_says(judge: JudgeView | None, model: str) -> str:
+def judge_says(judge: JudgeView | None, model: str, check: ArtifactCheck | None = None) -> str:
     """Whether the judge sees the attribute change in the ``"teacher"`` or ``"student"``
     recourse, in a word: "yes", "no", "not counted" (it decided the target on the face
-    already) or "no judge"."""
+    already), "failed check" (the edit failed its artifact ``check``: no tick counts) or
+    "no judge"."""
     if judge is None:
         return "no judge"
     if not judge.counted:
         return "not counted"
+    if failed(check):
+        return "failed check"
     return "yes" if getattr(judge, f"sees_{model}_change") else "no"
 
 
-def judge_verdict(judge: JudgeView | None, recourse: ImageRecourse, attribute: str) -> str:
-    """What the robust judge sees in the valid recourses, as a sentence ("" without a judge)."""
+def judge_verdict(judge: JudgeView | None, recourse: ImageRecourse, attribute: str,
+                  artifacts: Checks = NO_CHECKS) -> str:
+    """What the robust judge sees in the valid recourses, as a sentence ("" without a judge);
+    an edit that failed its artifact check is left out (:func:`artifact_verdict` says it)."""
     if judge is None:
         return ""
     name = attribute.replace("_", " ")
@@ -47,8 +84,8 @@ def judge_verdict(judge: JudgeView | None, recourse: ImageRecourse, attribute: s
         state = "with" if judge.target else "without"
         return (f" The robust judge already sees the face {state} {name} (p {judge.on_face:.2f}), so it cannot "
                 "tell whether the recourses change it.")
-    recourses = {"full-precision": (recourse.teacher_valid, judge.sees_teacher_change),
-                 "compressed": (recourse.student_valid, judge.sees_student_change)}
+    recourses = {said: (getattr(recourse, f"{model}_valid"), getattr(judge, f"sees_{model}_change"))
+                 for (model, said), check in zip(MODELS, artifacts) if not failed(check)}
     seen = [model for model, (valid, sees) in recourses.items() if valid and sees]
     unseen = [model for model, (valid, sees) in recourses.items() if valid and not sees]
     blind = "likely moved the classifier without a change a person would see"
@@ -66,15 +103,15 @@ def judge_verdict(judge: JudgeView | None, recourse: ImageRecourse, attribute: s
     return ""
 
 
-def identity_verdict(identity: IdentityView | None, recourse: ImageRecourse) -> str:
+def identity_verdict(identity: IdentityView | None, recourse: ImageRecourse, artifacts: Checks = NO_CHECKS) -> str:
     """A sentence where a valid recourse is no longer the same person for dlib ("" otherwise:
-    the cards give every distance)."""
+    the cards give every distance); an edit that failed its artifact check is left out
+    (:func:`artifact_verdict` says it)."""
     if identity is None:
         return ""
-    lost = [f"the {name} recourse ({getattr(identity, f'{model}_distance'):.2f})"
-            for model, name, valid in (("teacher", "full-precision", recourse.teacher_valid),
-                                       ("student", "compressed", recourse.student_valid))
-            if valid and not identity.kept(model)]
+    lost = [f"the {said} recourse ({getattr(identity, f'{model}_distance'):.2f})"
+            for (model, said), check in zip(MODELS, artifacts)
+            if getattr(recourse, f"{model}_valid") and not failed(check) and not identity.kept(model)]
     if not lost:
         return ""
     return (f" dlib's face descriptor no longer recognises the person in {' and '.join(lost)}: beyond its "

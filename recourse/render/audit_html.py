@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from recourse.audit.edit_path import divergence_sentence
 from recourse.audit.image_noise_floor import BOUNDARY_LOGIT
 from recourse.audit.instruments import JudgeView
-from recourse.audit.verdict import judge_says, sizes_withheld
+from recourse.audit.verdict import EDIT_KINDS, NO_CHECKS, Checks, artifact_says, failed, judge_says, sizes_withheld
 from recourse.data import ATTRIBUTES
 from recourse.render.methods import method_summary
 from recourse.render.path_plot import path_svg
@@ -24,6 +24,7 @@ from recourse.render.pictures import DISPLAY_SIZE, audit_pictures, display_pictu
 
 if TYPE_CHECKING:  # the result this renders imports this module to save itself
     from recourse.audit.result import AuditResult, Predictions
+    from recourse.generation.spaces.artifacts import ArtifactCheck
 
 # (key, plain label, symbol, one-line meaning): the value cards, in order. The label is what a card
 # shows; the symbol (docs/metrics.md) is its tooltip; the key is the export's, unchanged.
@@ -151,38 +152,75 @@ def _card_value(result: AuditResult, key: str) -> tuple[str, str]:
 
 # Short values in the cards; what "not counted" means is in the card's small print.
 _JUDGE_CARD = {"yes": ("sees it ✓", _GOOD), "no": ("sees no change ✗", _BAD),
-               "not counted": ("not counted", _NEUTRAL), "no judge": ("no judge", _NEUTRAL)}
-_JUDGE_NOTE = {"not counted": " Not counted: it saw the target on the face already."}
+               "not counted": ("not counted", _NEUTRAL), "no judge": ("no judge", _NEUTRAL),
+               "failed check": ("does not count ✗", _BAD)}
+_STRUCK = " Does not count: this edit failed the artifact check."
+# the evidence table's caption where an edit failed its check
+_STRUCK_MARKS = "; an instrument's ✓ on an edit that failed the artifact check is shown ✗: it does not count"
+_JUDGE_NOTE = {"not counted": " Not counted: it saw the target on the face already.", "failed check": _STRUCK}
 
 
 def strong_judge_says(result: AuditResult, model: str) -> str:
     """:func:`recourse.audit.verdict.judge_says` for the stronger judge, or why it is absent ("not trained")."""
     if result.strong_judge is None:
         return result.missing.get("strong_judge", "no judge")
-    return judge_says(result.strong_judge, model)
+    return judge_says(result.strong_judge, model, _check(result, model))
 
 
 def identity_says(result: AuditResult, model: str) -> tuple[str, str]:
-    """The identity card's value and colour: "kept ✓ 0.31", "changed ✗ 0.74", or why not measured."""
+    """The identity card's value and colour: "kept ✓ 0.31", "changed ✗ 0.74", "does not count ✗
+    0.31" (the edit failed its artifact check), or why not measured."""
     identity = result.identity
     if identity is None:
         return "not measured: " + html.escape(result.missing.get("identity", "no face descriptor")), _NEUTRAL
     distance = getattr(identity, f"{model}_distance")
+    if failed(_check(result, model)):
+        return f"does not count ✗ {distance:.2f}", _BAD
     return (f"kept ✓ {distance:.2f}", _GOOD) if identity.kept(model) else (f"changed ✗ {distance:.2f}", _BAD)
 
 
+def _checks(result: AuditResult) -> Checks:
+    # a stand-in that holds only what the cards read (no check, no edit kind) renders as before
+    return getattr(result, "artifacts", NO_CHECKS)
+
+
+def _check(result: AuditResult, model: str) -> ArtifactCheck | None:
+    """The ``"teacher"``'s or the ``"student"``'s artifact check (None where none was made)."""
+    return _checks(result)[("teacher", "student").index(model)]
+
+
+def edit_note(result: AuditResult) -> str:
+    """Which edit the recourses are, as a parenthesis (" (the model's pixel edit)"); "" for a walk."""
+    words = EDIT_KINDS.get(getattr(result, "edit_kind", ""))
+    return f" ({words})" if words else ""
+
+
+def artifact_lines(result: AuditResult) -> str:
+    """A short line per model under the cards: which edit its picture is and its artifact check."""
+    lines = []
+    for model, picture in (("teacher", "Full precision x'_f"), ("student", "Compressed x'_g")):
+        check = _check(result, model)
+        if check is not None:
+            colour = "#b91c1c" if failed(check) else "#374151"
+            lines.append(f'<div class="artifact-check" style="font-size:12px;color:{colour}">'
+                         f"{html.escape(picture + edit_note(result))}: {html.escape(artifact_says(check))}</div>")
+    return "".join(lines)
+
+
 def value_cards(result: AuditResult) -> str:
-    """The cards: each a plain label (its symbol in a tooltip), a short value and its meaning."""
+    """The cards: each a plain label (its symbol in a tooltip), a short value and its meaning;
+    under them, each edit's artifact check."""
     entries = [(label, symbol, meaning, *_card_value(result, key)) for key, label, symbol, meaning in CARDS]
     for model, label, symbol, meaning in JUDGE_CARDS:
-        says = judge_says(result.judge, model)
+        says = judge_says(result.judge, model, _check(result, model))
         entries.append((label, symbol, meaning + _JUDGE_NOTE.get(says, ""), *_JUDGE_CARD[says]))
     for model, label, symbol, meaning in STRONG_JUDGE_CARDS:
         says = strong_judge_says(result, model)
         value, colour = _JUDGE_CARD.get(says, (html.escape(says), _NEUTRAL))  # e.g. "not trained"
         entries.append((label, symbol, meaning + _JUDGE_NOTE.get(says, ""), value, colour))
     for model, label, symbol, meaning in IDENTITY_CARDS:
-        entries.append((label, symbol, meaning, *identity_says(result, model)))
+        struck = _STRUCK if failed(_check(result, model)) else ""
+        entries.append((label, symbol, meaning + struck, *identity_says(result, model)))
     cards = []
     for label, symbol, meaning, value, colour in entries:
         # compact: a short value in 15 px, the meaning in small print, so that each card stays a few lines high
@@ -192,7 +230,7 @@ def value_cards(result: AuditResult) -> str:
                      f'{html.escape(label)}</abbr>'
                      f'</div><div style="font-size:15px;font-weight:600;line-height:1.3">{value}</div>'
                      f'<div style="font-size:11px;line-height:1.3;color:#4b5563">{html.escape(meaning)}</div></div>')
-    return '<div style="display:flex;flex-wrap:wrap;gap:6px">' + "".join(cards) + "</div>"
+    return '<div style="display:flex;flex-wrap:wrap;gap:6px">' + "".join(cards) + "</div>" + artifact_lines(result)
 
 
 def attribution_table(result: AuditResult) -> str:
@@ -215,9 +253,10 @@ def judge_reading_rows(result: AuditResult) -> str:
         why = result.missing.get("judge_readings")
         return "" if why is None else f"<tr><td>judges trained elsewhere</td><td colspan='3'>{html.escape(why)}</td></tr>"
 
-    def cell(reading, score: float) -> str:
+    def cell(reading, score: float, model: str | None = None) -> str:
         seen = reading.sees(score)
-        shown = "no face found" if seen is None else f"{score:.3g} {'✓' if seen else '✗'}"
+        counted = seen and not (model and failed(_check(result, model)))  # a failed check strikes the tick
+        shown = "no face found" if seen is None else f"{score:.3g} {'✓' if counted else '✗'}"
         return f"<td style='padding:2px 8px'>{shown}</td>"
 
     rows = []
@@ -226,7 +265,8 @@ def judge_reading_rows(result: AuditResult) -> str:
         label = (f"{html.escape(reading.judge)}<br><span style='color:#6b7280;font-size:11px'>trained on "
                  f"{html.escape(reading.trained_on)}{kind}; threshold {reading.threshold:.3g}</span>")
         rows.append(f"<tr><td>{label}</td>{cell(reading, reading.on_face)}"
-                    f"{cell(reading, reading.on_teacher_counterfactual)}{cell(reading, reading.on_student_counterfactual)}"
+                    f"{cell(reading, reading.on_teacher_counterfactual, 'teacher')}"
+                    f"{cell(reading, reading.on_student_counterfactual, 'student')}"
                     "</tr>")
     return "".join(rows)
 
@@ -248,9 +288,10 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
     index = ATTRIBUTES.index(p.attribute)
     wanted = "present" if p.target else "absent"
 
-    def cell(probability: float, logit: float | None = None) -> str:
+    def cell(probability: float, logit: float | None = None, model: str | None = None) -> str:
         decision = int(probability >= 0.5) if logit is None else int(logit >= 0)
-        mark = "✓" if decision == p.target else "✗"
+        # an instrument's tick on an edit that failed the artifact check does not count
+        mark = "✓" if decision == p.target and not (model and failed(_check(result, model))) else "✗"
         # the decision is spelled out beside the compressed model's logit, which sits on a grid
         # and is often exactly 0 (p = 0.500, decided 1), and wherever p rounds to 0.500
         if logit is not None:
@@ -271,7 +312,8 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
         if judge is None:  # said, not hidden: the stronger judge may not be trained yet
             return "" if missing is None else f"<tr><td>{name}</td><td colspan='3'>{html.escape(missing)}</td></tr>"
         return (f"<tr><td>{name}</td>{cell(judge.on_face)}"
-                f"{cell(judge.on_teacher_counterfactual)}{cell(judge.on_student_counterfactual)}</tr>")
+                f"{cell(judge.on_teacher_counterfactual, None, 'teacher')}"
+                f"{cell(judge.on_student_counterfactual, None, 'student')}</tr>")
 
     judge_rows = (judge_row(result.judge, "robust judge (never guides; trained on CelebA-HQ, like the classifier)", None)
                   + judge_row(result.strong_judge, "stronger judge, radius 3 (never guides; CelebA-HQ)",
@@ -283,7 +325,8 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
     else:
         def distance(model: str) -> str:
             value = getattr(identity, f"{model}_distance")
-            return f"<td style='padding:2px 8px'>{value:.3f} {'✓' if identity.kept(model) else '✗'}</td>"
+            kept = identity.kept(model) and not failed(_check(result, model))
+            return f"<td style='padding:2px 8px'>{value:.3f} {'✓' if kept else '✗'}</td>"
         identity_row = (f"<tr><td>dlib distance to x (same person ≤ {identity.threshold:g})</td>"
                         f"<td style='padding:2px 8px'>0</td>{distance('teacher')}{distance('student')}</tr>")
     return (f'<div style="overflow-x:auto"><table class="evidence-table" style="font-size:13px;border-collapse:collapse">'
@@ -293,7 +336,8 @@ def evidence_table(result: AuditResult, student_name: str = "compressed") -> str
             f'<tr><td>{html.escape(student_name)}</td>{student_row}</tr>{judge_rows}{identity_row}</table>'
             f'{readings_table(result)}</div>'
             f'<p style="font-size:12px">Target: attribute {wanted} (✓ = the model decides the target; on the dlib '
-            f'row, ✓ = still the same person). {html.escape(stops_sentence(result))}</p>')
+            f'row, ✓ = still the same person{_STRUCK_MARKS if any(map(failed, _checks(result))) else ""}). '
+            f'{html.escape(stops_sentence(result))}</p>')
 
 
 def plain_source(source: str) -> str:
@@ -381,8 +425,8 @@ Metric definitions: docs/metrics.md in the recourse-audit repository.</p>
 <h2>Verdict</h2><p style="font-size:18px">{html.escape(result.verdict)}</p>
 {value_cards(result)}
 <h2>Face and recourses</h2>
-{figure("aligned", "input (" + p.alignment + ")")}{figure("teacher_counterfactual", "full-precision recourse x'_f")}
-{figure("student_counterfactual", "compressed recourse x'_g")}<br>
+{figure("aligned", "input (" + p.alignment + ")")}{figure("teacher_counterfactual", "full-precision recourse x'_f" + edit_note(result))}
+{figure("student_counterfactual", "compressed recourse x'_g" + edit_note(result))}<br>
 {figure("teacher_difference", "x'_f - x (red brighter, blue darker)")}{figure("student_difference", "x'_g - x")}
 {evidence_table(result, p.variant)}
 {paths_html(result)}

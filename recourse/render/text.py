@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from recourse.audit.result import AuditResult
-from recourse.audit.verdict import judge_says
+from recourse.audit.verdict import artifact_says, failed, judge_says
 from recourse.evaluation import AccuracyResult
 from recourse.generation.quality import QualityReport
 from recourse.instruments.set_verdicts import verdict_line
@@ -58,17 +58,23 @@ def audit_line(result: AuditResult) -> str:
 
 
 def instruments_line(result: AuditResult) -> str:
-    """What the judges see in x'_f / x'_g and whether each keeps the person (dlib distance, ✓ ≤ 0.6)."""
-    judge = f"{judge_says(result.judge, 'teacher')} / {judge_says(result.judge, 'student')}"
+    """What the judges see in x'_f / x'_g and whether each keeps the person (dlib distance, ✓ ≤ 0.6),
+    a tick on an edit that failed its artifact check not counted; then each edit's artifact check."""
+    teacher, student = result.artifacts
+    judge = f"{judge_says(result.judge, 'teacher', teacher)} / {judge_says(result.judge, 'student', student)}"
     if result.strong_judge is None:
         strong = result.missing.get("strong_judge", "no judge")
     else:
-        strong = f"{judge_says(result.strong_judge, 'teacher')} / {judge_says(result.strong_judge, 'student')}"
+        strong = (f"{judge_says(result.strong_judge, 'teacher', teacher)} / "
+                  f"{judge_says(result.strong_judge, 'student', student)}")
     identity = result.identity
     if identity is None:
         kept = "not measured (" + result.missing.get("identity", "no face descriptor") + ")"
     else:
-        kept = " / ".join(f"{'✓' if identity.kept(m) else '✗'} {getattr(identity, f'{m}_distance'):.3f}"
-                          for m in ("teacher", "student")) + f" (same person ≤ {identity.threshold:g})"
+        marks = [f"{'✓' if identity.kept(m) and not failed(c) else '✗'} {getattr(identity, f'{m}_distance'):.3f}"
+                 for m, c in (("teacher", teacher), ("student", student))]
+        kept = " / ".join(marks) + f" (same person ≤ {identity.threshold:g})"
+    checks = (f"; x'_f {artifact_says(teacher)}; x'_g {artifact_says(student)}"
+              if teacher is not None and student is not None else "")
     return (f"judge sees the change in x'_f / x'_g: {judge}; strong judge: {strong}; "
-            f"identity kept in x'_f / x'_g: {kept}")
+            f"identity kept in x'_f / x'_g: {kept}{checks}")

@@ -39,6 +39,12 @@ GLOSSARY = f"""
   faces: the cards' numbers are read there) and the *visible stop* (chosen on validation as where
   judges trained on other faces stop seeing more change: the pictures). The margin slider moves
   the pictures along the same edit.
+- **Artifact check** of each edit, under the cards: a black-and-white photo coloured in, colours
+  the photo never shows (a teal mouth), or a face part unlike real faces' (a blob, a smear). An
+  edit that fails it is said so with its reasons, and the judges' and dlib's ticks on it do not
+  count. The status says which edit the pictures are: *edited inside a space of real face parts*
+  (the mouth, the eyes, the whole face) or *the model's pixel edit* (where no space models the
+  part, hair for one).
 - **Recourse path**: the straight line from the face to a model's whole edit, with both models'
   logits along it; where each model's decision flips tells how much more of the same change one
   needs than the other.
