@@ -43,7 +43,7 @@ METHOD_SETTINGS = {
     "denoised": _DENOISED_SETTINGS,
     # region-space reads the denoised settings where no space models the attribute's part
     "region-space": (*_DENOISED_SETTINGS, "space_steps", "space_learning_rate", "space_prior_weight",
-                     "space_class_prior", "space_box", "space_components", "space_drop_residual",
+                     "space_class_prior", "space_box", "face_frozen_modes", "space_drop_residual",
                      "space_luminance_only"),
 }
 # BenchmarkSettings field -> benchmark's option; ``counterfactual`` takes GENERATION_OPTIONS. A

@@ -122,7 +122,10 @@ class CounterfactualConfig:
     space_prior_weight: float = 3.0
     space_class_prior: bool = True
     space_box: float = 3.0
-    space_components: int = 0  # the leading components steered (0: all of the space's)
+    # the leading modes of the whole-face space stay as the face has them: they are the light
+    # (its direction and strength across the face), which a model would otherwise use to age or
+    # change a face by relighting it
+    face_frozen_modes: int = 16
     # attributes whose removal lets go of the face's own residual in the region (what the space
     # cannot draw: teeth behind lips that close, the frames of glasses taken off); elsewhere
     # the residual is kept, since it carries who the person is
@@ -160,7 +163,7 @@ class CounterfactualConfig:
         check_float("space_learning_rate", self.space_learning_rate, 0.0, 10.0)
         check_float("space_prior_weight", self.space_prior_weight, 0.0, MAX_WEIGHT)
         check_float("space_box", self.space_box, 0.1, 10.0)
-        check_int("space_components", self.space_components, 0, 100_000)
+        check_int("face_frozen_modes", self.face_frozen_modes, 0, 100_000)
         for listed in ("space_drop_residual", "space_luminance_only"):
             names = getattr(self, listed)
             if not isinstance(names, (tuple, list)) or not all(name in ATTRIBUTES for name in names):

@@ -109,6 +109,29 @@ def audit_pictures(result: AuditResult) -> dict[str, Image.Image]:
     return pictures
 
 
+REPLACED_CHANGE = 0.08  # mean channel change at which the photo's own detail gives way to the edit's content
+
+
+def composite(display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tensor, size: int = DISPLAY_SIZE
+              ) -> torch.Tensor:
+    """``(3, S, S)``: a model-size counterfactual shown on the photo's own display crop.
+
+    Where the edit changes little, the photo keeps its detail and takes the edit's change
+    (display + upsampled ``x' − x``). Where it changes much (teeth taken away, glasses put on),
+    adding a blurred change to sharp detail would leave the old detail showing through a smear, so
+    there the edit's own content is shown and the photo's detail (display − upsampled ``x``)
+    fades out with the size of the change."""
+    base = resize_images(display[None], size)
+    low = resize_images(x[None], size)
+    edited = resize_images(counterfactual[None], size)
+    change = (edited - low).abs().mean(dim=1, keepdim=True)
+    replaced = (change / REPLACED_CHANGE).clamp(0, 1)
+    radius = max(1, size // 64)
+    replaced = torch.nn.functional.avg_pool2d(replaced, 2 * radius + 1, stride=1, padding=radius,
+                                              count_include_pad=False)
+    return (edited + (1 - replaced) * (base - low)).clamp(0, 1)[0]
+
+
 def display_pictures(result: AuditResult, size: int = DISPLAY_SIZE) -> dict[str, Image.Image]:
     """The audit's pictures at ``size`` for the screen and the report. Where the photo has
     more pixels than the model sees, each counterfactual is the photo's own crop plus the
@@ -121,12 +144,10 @@ def display_pictures(result: AuditResult, size: int = DISPLAY_SIZE) -> dict[str,
     display = result.predictions.display
     if display is not None:
         x = result.predictions.aligned
-        base = resize_images(display[None], size)
-        pictures["aligned"] = to_pil(base[0])
+        pictures["aligned"] = to_pil(resize_images(display[None], size)[0])
         for name, counterfactual in (("teacher_counterfactual", result.teacher_counterfactual),
                                      ("student_counterfactual", result.student_counterfactual)):
-            edit = resize_images((counterfactual - x)[None], size)
-            pictures[name] = to_pil((base + edit).clamp(0, 1)[0])
+            pictures[name] = to_pil(composite(display, x, counterfactual, size))
     return pictures
 
 

@@ -99,9 +99,9 @@ def steer(space: RegionSpace, image: torch.Tensor, placement: FacePlacement, mod
     box = config.space_box
     low = torch.minimum(torch.full_like(z0, -box), z0) - z0
     high = torch.maximum(torch.full_like(z0, box), z0) - z0
-    if config.space_components:  # the trailing components stay as the face has them
-        low[:, config.space_components:] = 0
-        high[:, config.space_components:] = 0
+    if space.config.group == "face":
+        low[:, :config.face_frozen_modes] = 0
+        high[:, :config.face_frozen_modes] = 0
     dz = torch.zeros_like(z0, requires_grad=True)
     optimizer = torch.optim.Adam([dz], lr=config.space_learning_rate)
     aim = config.margin + config.overshoot
