@@ -112,7 +112,7 @@ def test_chunks_read_and_kept_need_no_edits_when_the_run_goes_on(tmp_path, monke
     monkeypatch.setattr(quality_visible, "CHUNK", 2)
     originals = _originals(5)
     config = type("Config", (), {"seed": 1})()
-    stops = {"visible": 4.0, "benchmark": 2.0}
+    stops = {"Smiling": {"visible": 4.0, "benchmark": 2.0}}
     for folder in ("edits", "faces"):
         (tmp_path / folder).mkdir()
     first = read_faces(originals, ["Smiling"], stops, config, None, tmp_path / "edits", tmp_path / "faces")
@@ -123,7 +123,7 @@ def test_chunks_read_and_kept_need_no_edits_when_the_run_goes_on(tmp_path, monke
     again = read_faces(originals, ["Smiling"], stops, config, None, tmp_path / "edits", tmp_path / "faces",
                        backward=True)
     assert made == []
-    for stop in stops:
+    for stop in stops["Smiling"]:
         assert torch.equal(again["Smiling"][0][stop].logits, first["Smiling"][0][stop].logits)
         assert torch.equal(again["Smiling"][0][stop].features, first["Smiling"][0][stop].features)
     assert again["Smiling"][1] == first["Smiling"][1]

@@ -33,7 +33,7 @@ import os
 import platform
 import time
 from collections.abc import Callable, Generator, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -48,6 +48,7 @@ from recourse.audit.instruments import (
     judged_path, model_probabilities, model_resolution, resolve_identity, resolve_judge, resolve_strong_judge,
 )
 from recourse.audit.paired import Student, paired_recourse, read_stops
+from recourse.audit.stops import for_attribute
 from recourse.audit.result import AuditResult, AuditSettings, Predictions, product_settings
 from recourse.data import ATTRIBUTES, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
@@ -139,12 +140,12 @@ def audit_steps(
 
     index = attribute_index(attribute)
     _check_target(target)
-    settings = settings if settings is not None else product_settings()
     teacher = teacher if teacher is not None else models.load_teacher()
     student = student if student is not None else models.load_student(variant)
-    # generate() works on its own copy of the scheduler, so audits may share the generator
-    # the committed generator, its files checked against their manifest
+    # the committed generator, its files checked against their manifest; generate() works on its
+    # own copy of the scheduler, so audits may share it
     generator = generator if generator is not None else models.load_generator()
+    settings = attribute_settings(settings if settings is not None else product_settings(), attribute, generator)
     seconds: dict[str, float] = {}
     started = time.perf_counter()
 
@@ -189,6 +190,14 @@ def audit_steps(
         teacher_edit=teacher_edit, student_edit=student_edit, paths=paths, **instruments, **checked,
     )
     yield AuditStep("done", 1.0, predictions=predictions, result=result)
+
+
+def attribute_settings(settings: AuditSettings, attribute: str, generator: FaceGenerator) -> AuditSettings:
+    """``settings`` with a region-space edit's picture at its attribute's own visible stop."""
+    if settings.stops is None:
+        return settings
+    kind = edit_kind(settings.edit_config, attribute, generator)
+    return replace(settings, stops=for_attribute(settings.stops, attribute, kind))
 
 
 def _predict(image: ImageSource, variant: str, attribute: str, target: int | None, teacher: nn.Module,

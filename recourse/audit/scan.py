@@ -14,6 +14,7 @@ from torch import nn
 from recourse.audit.image_noise_floor import BOUNDARY_LOGIT, NOISE_FLOOR_COST, compared, on_boundary
 from recourse.audit.instruments import COMMITTED, JudgeView, judge_view, model_resolution, resolve_judge
 from recourse.audit.paired import Student, flip_targets, paired_recourse, read_stops
+from recourse.audit.pipeline import attribute_settings
 from recourse.audit.result import AuditSettings, product_settings
 from recourse.data import DatasetError, attribute_index, to_float_images
 from recourse.generation import FaceGenerator
@@ -147,6 +148,7 @@ def scan_images(
     student = student if student is not None else models.load_student(variant)
     # the committed generator, its files checked against their manifest
     generator = generator if generator is not None else models.load_generator()
+    settings = attribute_settings(settings, attribute, generator)  # each face read where an audit reads it
     judge = resolve_judge(judge, model_resolution(teacher))
     index = attribute_index(attribute)
     images = iter(images)

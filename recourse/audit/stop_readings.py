@@ -25,6 +25,8 @@ from recourse.checkpoints import load_classifier
 from recourse.data import attribute_index, load_split, to_float_images
 from recourse.evaluation import predict_logits
 from recourse.generation.quality import oracle_features
+from recourse.generation.regions import face_landmarks
+from recourse.generation.spaces.artifacts import check_attribute_edit
 from recourse.instruments.identity import Descriptors, face_descriptor, identity_result
 from recourse.instruments.readings import calibrations
 from recourse.instruments.set_verdicts import OriginalScores, after_scores, verdicts_from_scores
@@ -70,6 +72,7 @@ class StopFaces:
     described: Descriptors  # dlib's descriptors at the stop
     judges: dict[str, np.ndarray]  # each independent judge's score of the attribute, (n,)
     features: torch.Tensor | None = None  # (n, D) the oracle's embedding, for FD, where asked
+    artifact_passed: np.ndarray | None = None  # (n,) bool: the edit at the stop passed the artifact check
 
     def arrays(self, prefix: str) -> dict[str, np.ndarray]:
         """Flat named arrays (for ``safetensors.numpy``), each name starting ``prefix/``."""
@@ -79,17 +82,21 @@ class StopFaces:
                   **{f"{prefix}/judge/{name}": np.asarray(scores, np.float64) for name, scores in self.judges.items()}}
         if self.features is not None:
             arrays[f"{prefix}/features"] = self.features.numpy()
+        if self.artifact_passed is not None:
+            arrays[f"{prefix}/artifact_passed"] = np.asarray(self.artifact_passed, np.uint8)
         return {name: np.ascontiguousarray(array) for name, array in arrays.items()}
 
     @classmethod
     def from_arrays(cls, arrays: dict[str, np.ndarray], prefix: str) -> StopFaces:
         judged = f"{prefix}/judge/"
         features = arrays.get(f"{prefix}/features")
+        passed = arrays.get(f"{prefix}/artifact_passed")
         return cls(logits=torch.from_numpy(arrays[f"{prefix}/logits"]),
                    oracle_after=torch.from_numpy(arrays[f"{prefix}/oracle_after"]),
                    described=Descriptors(arrays[f"{prefix}/descriptors"], arrays[f"{prefix}/detected"].astype(bool)),
                    judges={name[len(judged):]: array for name, array in arrays.items() if name.startswith(judged)},
-                   features=None if features is None else torch.from_numpy(features))
+                   features=None if features is None else torch.from_numpy(features),
+                   artifact_passed=None if passed is None else passed.astype(bool))
 
     @classmethod
     def joined(cls, parts: list[StopFaces]) -> StopFaces:
@@ -104,7 +111,9 @@ class StopFaces:
                    described=Descriptors(np.concatenate([part.described.vectors for part in parts]),
                                          np.concatenate([part.described.detected for part in parts])),
                    judges={name: np.concatenate([part.judges[name] for part in parts]) for name in parts[0].judges},
-                   features=torch.cat([part.features for part in parts]) if all(with_features) else None)
+                   features=torch.cat([part.features for part in parts]) if all(with_features) else None,
+                   artifact_passed=(np.concatenate([part.artifact_passed for part in parts])
+                                    if all(part.artifact_passed is not None for part in parts) else None))
 
 
 @dataclass
@@ -117,21 +126,29 @@ class StopReading:
     fva: float
     mnac: float
     verdicts: list[dict]  # the independent judges' only
+    artifact_pass_rate: float | None = None  # % of the edits at the stop that passed the artifact check
 
 
 def stop_faces(originals: Originals, attribute: str, edits: torch.Tensor, margin: float,
-               rows: slice = slice(None), features: bool = False) -> tuple[torch.Tensor, StopFaces]:
+               rows: slice = slice(None), features: bool = False, spaces=None) -> tuple[torch.Tensor, StopFaces]:
     """The first point of each edit's path past ``margin`` (``edits``: the whole edits of the
-    faces ``originals.x[rows]``), and what is read there face by face."""
+    faces ``originals.x[rows]``), and what is read there face by face; with ``spaces`` (the
+    generator's edit spaces, or ``True`` for the colour readings alone) each edit's artifact check."""
     index = attribute_index(attribute)
     x, targets = originals.x[rows], originals.targets[rows, index]
     at_stop = stop_on_paths(x, edits, originals.classifier, attribute, targets, margin)
     with torch.no_grad():
         logits = originals.classifier(at_stop)[:, index]
         oracle_after = decisions(originals.oracle(at_stop))
+    passed = None
+    if spaces is not None:
+        points, _ = face_landmarks(x)
+        passed = np.array([check_attribute_edit(x[i], at_stop[i], attribute, points[i],
+                                                None if spaces is True else spaces).passed for i in range(len(x))])
     return at_stop, StopFaces(logits=logits, oracle_after=oracle_after, described=originals.describe(at_stop),
                               judges=after_scores(attribute, at_stop, originals.calibrated, independent_only=True),
-                              features=oracle_features(originals.oracle, at_stop) if features else None)
+                              features=oracle_features(originals.oracle, at_stop) if features else None,
+                              artifact_passed=passed)
 
 
 def reading_from_faces(originals: Originals, attribute: str, faces: StopFaces, margin: float,
@@ -149,7 +166,9 @@ def reading_from_faces(originals: Originals, attribute: str, faces: StopFaces, m
                        flip_rate=round(flip_rate(decisions(faces.logits), targets), 2),
                        fva=identity_result(originals.descriptors, faces.described).fva,
                        mnac=round(mean_number_of_attributes_changed(originals.oracle_before, faces.oracle_after, index), 3),
-                       verdicts=verdicts)
+                       verdicts=verdicts,
+                       artifact_pass_rate=None if faces.artifact_passed is None
+                       else round(float(faces.artifact_passed.mean()) * 100, 2))
 
 
 def read_stop(originals: Originals, attribute: str, edits: torch.Tensor, margin: float) -> StopReading:

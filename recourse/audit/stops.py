@@ -28,6 +28,10 @@ from recourse.validation import check_float
 
 VAL_SWEEP = "results/val-sweep-denoised.json"  # the benchmark's margin, chosen on validation
 VISIBLE_STOP = "results/visible-stop-val.json"  # the visible stop, chosen on validation
+# the region-space edit's visible stop per attribute, chosen on validation (attribute_visible_stops)
+VISIBLE_STOP_SPACE = "results/visible-stop-space-val.json"
+GAP_SHARE = 1.0  # the independent judges' shift, in real class gaps, a visible stop aims at
+STOP_FVA = 97.0  # the least dlib FVA (%) a visible stop keeps, where some stop keeps it
 # Where a file is missing (a fresh checkout without results): the generator's dataset default
 # for the picture and the boundary for the numbers, each said where it is shown.
 FALLBACK_VISIBLE = 10.0
@@ -121,3 +125,45 @@ def stops_for(picture_margin: float | None = None, numbers_at: str = "benchmark"
     return AuditStops(benchmark=base.benchmark, visible=visible, edit=max(base.edit, visible),
                       numbers_at=numbers_at, boundary=base.boundary, benchmark_source=base.benchmark_source,
                       visible_source=base.visible_source if visible == base.visible else "chosen by the user")
+
+
+def gap_stop(rows: list[dict], share: float = GAP_SHARE, fva: float = STOP_FVA) -> float | None:
+    """Among the stops that keep the person (dlib's FVA ≥ ``fva``; all, where none does), the
+    smallest whose mean independent-judge shift reaches ``share`` of the real class gap, else the
+    one of the largest shift; None without a reading. A stop past the person's identity is not
+    a recourse for that person, however much the judges see."""
+    kept = [row for row in rows if row.get("fva") is not None and row["fva"] >= fva] or rows
+    readable = [(row["stop"], row["shift"]) for row in kept if row.get("shift") is not None]
+    if not readable:
+        return None
+    reaching = [stop for stop, shift in readable if shift >= share]
+    return min(reaching) if reaching else max(readable, key=lambda pair: pair[1])[0]
+
+
+@functools.lru_cache(maxsize=1)
+def attribute_visible_stops() -> tuple[dict[str, float], str]:
+    """``({attribute: stop}, source)`` of the region-space edits, by :func:`gap_stop` on the
+    committed validation run; empty where there is none."""
+    record = _read(VISIBLE_STOP_SPACE)
+    if record is None:
+        return {}, f"no assets/{VISIBLE_STOP_SPACE}"
+    chosen = {row["attribute"]: gap_stop(row["stops"]) for row in record.get("attributes", [])}
+    return ({name: float(stop) for name, stop in chosen.items() if stop is not None},
+            f"assets/{VISIBLE_STOP_SPACE} ({record['n']} {record['split']} faces, {record['date']})")
+
+
+def for_attribute(stops: AuditStops, attribute: str, edit_kind: str) -> AuditStops:
+    """``stops`` with the visible stop of ``attribute``'s region-space edit, where the committed
+    run chose one and the user did not choose the picture's margin. An attribute no independent
+    judge reads gets the mean of the judged attributes' stops, and says so."""
+    chosen, source = attribute_visible_stops()
+    if edit_kind != "region-space" or not chosen or stops.visible_source == "chosen by the user":
+        return stops
+    if attribute in chosen:
+        visible, where = chosen[attribute], f"{attribute}'s, from {source}"
+    else:
+        visible = round(sum(chosen.values()) / len(chosen), 1)
+        where = f"no independent judge reads {attribute}: the mean of the judged attributes' stops, from {source}"
+    return AuditStops(benchmark=stops.benchmark, visible=visible, edit=max(stops.edit, visible),
+                      numbers_at=stops.numbers_at, boundary=stops.boundary,
+                      benchmark_source=stops.benchmark_source, visible_source=where)

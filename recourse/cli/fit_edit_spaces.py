@@ -17,6 +17,10 @@ def register(commands) -> None:
     fit.add_argument("--groups", nargs="+", default=None, help="which spaces (default: all: mouth eyes face)")
     fit.add_argument("--out", default=str(generator_dir() / "edit-spaces"))
     fit.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
+    fit.add_argument("--critic-epochs", type=int, default=6,
+                     help="epochs of each part's artifact critic (real parts against synthetic damage; 0: none)")
+    fit.add_argument("--critics-only", action="store_true",
+                     help="keep the spaces in --out and train their critics only")
     fit.set_defaults(run=run)
 
 
@@ -47,12 +51,36 @@ def run(args: argparse.Namespace) -> int:
                                     lambda done, total: print(f"landmarks {done}/{total}", flush=True))
     print(f"landmarks found on {int(found.sum())} of {len(found)} faces", flush=True)
     out = Path(args.out)
-    regions = dict(EditSpaces.from_pretrained(out).regions) if (out / "spaces.json").is_file() else {}
-    for name in groups:
-        regions[name] = fit_region_space(SPACES[name], faces.images, points, found, faces.labels,
-                                         progress=lambda line: print(line, flush=True))
+    kept = EditSpaces.from_pretrained(out) if (out / "spaces.json").is_file() else EditSpaces({})
+    regions, critics, about = dict(kept.regions), dict(kept.critics), dict(kept.about)
     revision = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True).stdout.strip()
     command = f"python -m recourse fit-edit-spaces --data {Path(args.data).name} --groups {' '.join(groups)}"
-    EditSpaces(regions, {"command": command, "split": args.split, "code": revision}).save_pretrained(out)
-    print(f"wrote {', '.join(sorted(regions))} to {out} in {time.perf_counter() - started:.0f} s")
+    if not args.critics_only:
+        for name in groups:
+            regions[name] = fit_region_space(SPACES[name], faces.images, points, found, faces.labels,
+                                             progress=lambda line: print(line, flush=True))
+        about.update(command=command, split=args.split, code=revision)
+    if args.critic_epochs:
+        for name in groups:
+            critics[name] = part_critic(regions[name], faces.images, points, found, args.critic_epochs)
+        about["critic_command"] = f"{command} --critics-only --critic-epochs {args.critic_epochs}"
+    EditSpaces(regions, about, critics).save_pretrained(out)
+    print(f"wrote {', '.join(sorted(regions))} to {out} in {time.perf_counter() - started:.0f} s; calibrate the "
+          "artifact check's limits with python -m scripts.measurements.artifact_calibration")
     return 0
+
+
+def part_critic(space, images, points, found, epochs: int):
+    """The artifact critic of ``space``'s part, trained on the split's real templates."""
+    import numpy as np
+    import torch
+
+    from recourse.data import to_float_images
+    from recourse.generation.spaces.critic import train_critic
+    from recourse.generation.spaces.warp import to_template
+
+    keep = np.flatnonzero(found)
+    templates = torch.cat([to_template(to_float_images(images[keep[s:s + 2048]]), space.affines(points[keep[s:s + 2048]]),
+                                       tuple(space.config.box)) for s in range(0, len(keep), 2048)])
+    return train_critic(space.config.group, templates, space.taper.float(), epochs=epochs,
+                        progress=lambda line: print(line, flush=True))

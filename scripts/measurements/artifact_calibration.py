@@ -53,7 +53,7 @@ def main() -> None:
     spaces = EditSpaces.from_pretrained(args.spaces)
     val = energies(spaces, args.data, "val", args.cache_dir, args.count)
     report = {"command": "python -m scripts.measurements.artifact_calibration " + " ".join(
-        f"--{k.replace('_', '-')} {v}" for k, v in vars(args).items() if v is not None and k != "data"),
+        f"--{k.replace('_', '-')} {Path(v).name if k == 'data' else v}" for k, v in vars(args).items() if v is not None),
         "percentile": args.percentile, "groups": {}}
     for name, space in spaces.regions.items():
         code, residual, score = np.percentile(val[name], args.percentile, axis=0)

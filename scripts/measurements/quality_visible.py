@@ -42,6 +42,8 @@ from safetensors.numpy import save_file as save_arrays
 from safetensors.torch import load_file, save_file
 
 from recourse.audit.result import product_settings
+from recourse.audit.stops import for_attribute
+from recourse.generation.methods import edit_kind
 from recourse.audit.stop_readings import Originals, StopFaces, reading_from_faces, stop_faces
 from recourse.data import attribute_index, to_float_images
 from recourse.generation import generate, load_generator
@@ -100,10 +102,11 @@ def chunk_starts(count: int, backward: bool = False) -> list[int]:
     return starts[::-1] if backward else starts
 
 
-def read_faces(originals: Originals, attributes: list[str], stops: dict[str, float], config, generator,
+def read_faces(originals: Originals, attributes: list[str], stops: dict[str, dict[str, float]], config, generator,
                edits_folder: Path | None, readings_folder: Path | None, backward: bool = False
                ) -> dict[str, tuple[dict[str, StopFaces], list[float]]]:
-    """Each attribute's edits read face by face at each stop, with the seconds each edit took:
+    """Each attribute's edits read face by face at each of its stops (``stops[attribute]``: name →
+    margin), with the seconds each edit took:
     chunk by chunk, from ``readings_folder`` where read (then the chunk's edits are not needed),
     else from the chunk's edits (:func:`chunk_edits`), read and kept there."""
     read: dict[int, dict[str, tuple[dict[str, StopFaces], list[float]]]] = {}
@@ -119,8 +122,10 @@ def read_faces(originals: Originals, attributes: list[str], stops: dict[str, flo
         for attribute in attributes:
             if attribute in edits:
                 chunk, times = edits[attribute]
-                faces = {name: stop_faces(originals, attribute, chunk, margin, slice(start, stop), features=True)[1]
-                         for name, margin in stops.items()}
+                spaces = getattr(generator, "edit_spaces", None) or True  # True: the colour readings alone
+                faces = {name: stop_faces(originals, attribute, chunk, margin, slice(start, stop), features=True,
+                                          spaces=spaces)[1]
+                         for name, margin in stops[attribute].items()}
                 if paths[attribute] is not None:
                     arrays = {name: array for stop_name, one in faces.items() for name, array in one.arrays(stop_name).items()}
                     partial = paths[attribute].with_suffix(f".{os.getpid()}.tmp")
@@ -128,12 +133,12 @@ def read_faces(originals: Originals, attributes: list[str], stops: dict[str, flo
                     partial.replace(paths[attribute])
             else:
                 arrays = load_arrays(str(paths[attribute]))
-                faces = {name: StopFaces.from_arrays(arrays, name) for name in stops}
+                faces = {name: StopFaces.from_arrays(arrays, name) for name in stops[attribute]}
                 times = arrays["seconds"].tolist()
             read[start][attribute] = (faces, times)
     starts = sorted(read)
     return {attribute: ({name: StopFaces.joined([read[start][attribute][0][name] for start in starts])
-                         for name in stops},
+                         for name in stops[attribute]},
                         [t for start in starts for t in read[start][attribute][1]]) for attribute in attributes}
 
 
@@ -180,33 +185,37 @@ def main(argv: list[str] | None = None) -> None:
     weights = json.loads((Path(args.generator) / "manifest.json").read_text())["sha256"]
     key = settings_key({"config": asdict(config), "split": args.split, "generator": weights})
     folder = Path(args.resume_dir) / key if args.resume_dir else None
+    generator = load_generator(args.generator)
+    # each attribute's stops: a region-space edit's visible stop is its attribute's own
+    per_attribute = {attribute: for_attribute(stops, attribute, edit_kind(config, attribute, generator))
+                     for attribute in args.attributes}
+    margins = {attribute: {"visible": one.visible, "benchmark": one.benchmark} for attribute, one in per_attribute.items()}
     # the readings depend on the stops too; the instruments are the committed ones
-    readings_key = settings_key({"edits": key, "stops": stops.to_dict()})
+    readings_key = settings_key({"edits": key, "stops": stops.to_dict(), "per_attribute": margins})
     readings = Path(args.readings_dir) / readings_key if args.readings_dir else None
     for kept in (folder, readings):
         if kept is not None:
             kept.mkdir(parents=True, exist_ok=True)
             (kept / "settings.json").write_text(json.dumps({"config": asdict(config), "split": args.split,
                                                             "stops": stops.to_dict()}, indent=2))
-    generator = load_generator(args.generator)
     originals = Originals.load(args.data, args.split, args.n)
     pool = originals.rest
     pool_features = oracle_features(originals.oracle, to_float_images(pool.images[args.n:]))
     started = time.perf_counter()
     rows = []
-    margins = {"visible": stops.visible, "benchmark": stops.benchmark}
     read = read_faces(originals, args.attributes, margins, config, generator, folder, readings, args.backward)
     for attribute in args.attributes:
         index = attribute_index(attribute)
         targets = originals.targets[:, index]
         faces, seconds = read[attribute]
-        for name, margin in margins.items():
+        for name, margin in margins[attribute].items():
             reading = reading_from_faces(originals, attribute, faces[name], margin)
             realism = realism_with_floor(faces[name].features, targets.numpy(), pool_features,
                                          pool.labels[args.n:, index])
             row = {"attribute": attribute, "region": REGIONS[attribute] if config.region_mask else "frame",
                    "stop": name, "margin": margin, "n": len(originals.x),
                    "reached_rate": reading.reached_rate, "flip_rate": reading.flip_rate, "fva": reading.fva,
+                   "artifact_pass_rate": reading.artifact_pass_rate,
                    "mnac": reading.mnac,
                    "fd": realism.fd, "floor_fd": realism.floor_fd,
                    "fd_over_floor": round(realism.fd / realism.floor_fd, 3) if realism.floor_fd else None,
@@ -215,7 +224,8 @@ def main(argv: list[str] | None = None) -> None:
             pooled = [j for j in row["judges"] if j["target"] == "both"]
             print(f"{attribute:20s} {name:9s} (margin {margin:g}): reached {row['reached_rate']:5.1f}  "
                   f"FR {row['flip_rate']:5.1f}  FVA {row['fva']:5.1f}  "
-                  f"MNAC {row['mnac']:.2f}  FD {row['fd']} (floor {row['floor_fd']})  "
+                  f"MNAC {row['mnac']:.2f}  FD {row['fd']} (floor {row['floor_fd']})  artifacts passed "
+                  f"{row['artifact_pass_rate']}  "
                   + "  ".join(f"{j['judge']}: shift {j['shift']} seen/ceiling {j['seen_over_ceiling']}" for j in pooled),
                   flush=True)
     output = {"command": "python -m scripts.measurements.quality_visible "
