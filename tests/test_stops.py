@@ -55,3 +55,27 @@ def test_a_users_picture_margin_moves_the_picture_and_the_edit_reaches_it():
         AuditStops(benchmark=2, visible=10, edit=14, numbers_at="somewhere")
     with pytest.raises(ValueError, match="stops must lie on the edit"):
         AuditStops(benchmark=12, visible=10, edit=10)
+
+
+def test_the_gap_stop_is_the_smallest_that_reaches_the_gap_and_keeps_the_person():
+    from recourse.audit.stops import gap_stop
+
+    rows = [{"stop": 0, "shift": 0.5, "fva": 100.0}, {"stop": 2, "shift": 0.9, "fva": 100.0},
+            {"stop": 4, "shift": 1.05, "fva": 100.0}, {"stop": 6, "shift": 1.3, "fva": 100.0}]
+    assert gap_stop(rows) == 4
+    losing = [dict(row, fva=60.0) if row["stop"] >= 4 else row for row in rows]
+    assert gap_stop(losing) == 2  # past the person's identity no stop counts; the largest shift before it
+    assert gap_stop([{"stop": 0, "shift": None, "fva": 100.0}]) is None
+
+
+def test_a_region_space_attribute_is_shown_at_its_own_stop_unless_the_user_chose_one(monkeypatch):
+    from recourse.audit import stops
+
+    monkeypatch.setattr(stops, "attribute_visible_stops", lambda: ({"Smiling": 6.0, "Young": 3.0}, "a run"))
+    base = stops.AuditStops(benchmark=2.0, visible=10.0, edit=10.0, visible_source="committed")
+    assert stops.for_attribute(base, "Smiling", "region-space").visible == 6.0
+    unjudged = stops.for_attribute(base, "Eyeglasses", "region-space")
+    assert unjudged.visible == 4.5 and "no independent judge" in unjudged.visible_source
+    assert stops.for_attribute(base, "Smiling", "denoised") is base
+    chosen = stops.AuditStops(benchmark=2.0, visible=7.0, edit=10.0, visible_source="chosen by the user")
+    assert stops.for_attribute(chosen, "Smiling", "region-space") is chosen

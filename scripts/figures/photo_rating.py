@@ -9,9 +9,9 @@ Each photo is aligned as the app aligns an upload (``recourse.audit.pipeline.pre
 each face gets ``--per-face`` attributes at random (Eyeglasses only where the classifier says
 the face has none: adding glasses is what is rated), and every method edits it for each: the
 full-precision classifier steers the method's edit to flip its decision, with the product's
-settings and stops (``recourse.audit.result.product_settings``), and the picture is the one the app
-shows at the visible stop: the photo's own display crop plus the upsampled edit
-(``recourse.render.pictures.display_pictures``' rule), 256 px. ``--test-faces`` adds that many
+settings and stops (``recourse.audit.result.product_settings``, each attribute's own visible stop for a
+region-space edit), and the picture is the one the app shows at that stop: the photo's display crop with the edit
+(``recourse.render.pictures.composite``), 256 px. ``--test-faces`` adds that many
 test-split faces (64 px, shown enlarged).
 
 Every item is an (A, B) pair, one of them the edit, the side drawn at random, with one line: the
@@ -42,13 +42,13 @@ from PIL import Image, ImageDraw
 
 import recourse
 from recourse.audit.paired import stop_on_paths
-from recourse.audit.pipeline import prepare_image
+from recourse.audit.pipeline import attribute_settings, prepare_image
 from recourse.audit.result import product_settings
 from recourse.checkpoints import load_classifier
 from recourse.data import attribute_index, load_split, resize_images, to_float_images
 from recourse.generation import default_generator, generate
 from recourse.locations import teacher_dir
-from recourse.render.pictures import to_pil
+from recourse.render.pictures import composite, to_pil
 
 REPOSITORY = Path(recourse.__file__).resolve().parents[1]
 SIZE = 256
@@ -73,18 +73,19 @@ def faces(photos: list[Path], data: str | None, test_faces: int, seed: int) -> l
 
 
 def shown(x: torch.Tensor, display: torch.Tensor | None, picture: torch.Tensor) -> Image.Image:
-    """What the app shows: the display crop plus the upsampled edit, or the face enlarged."""
+    """What the app shows (``recourse.render.pictures.composite``), or the face enlarged."""
     if display is None:
         return to_pil(resize_images(picture[None], SIZE)[0])
-    base = resize_images(display[None], SIZE)
-    return to_pil((base + resize_images((picture - x)[None], SIZE)).clamp(0, 1)[0])
+    return to_pil(composite(display, x, picture, SIZE))
 
 
 def edit(face: dict, attribute: str, target: int, method: str, classifier, generator) -> torch.Tensor:
-    settings = product_settings()
-    config = replace(settings.edit_config, method=method)
+    """The picture the app shows for ``method``'s edit: at the visible stop an audit uses for it."""
+    product = product_settings()
+    settings = attribute_settings(replace(product, counterfactual=replace(product.counterfactual, method=method)),
+                                  attribute, generator)
     x = face["x"][None]
-    made = generate(x, classifier, attribute, target, config, generator)
+    made = generate(x, classifier, attribute, target, settings.edit_config, generator)
     return stop_on_paths(x, made.edits, classifier, attribute, torch.tensor([target]), settings.stops.visible)[0]
 
 
