@@ -112,24 +112,32 @@ def audit_pictures(result: AuditResult) -> dict[str, Image.Image]:
 REPLACED_CHANGE = 0.08  # mean channel change at which the photo's own detail gives way to the edit's content
 
 
-def composite(display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tensor, size: int = DISPLAY_SIZE
-              ) -> torch.Tensor:
-    """``(3, S, S)``: a model-size counterfactual shown on the photo's own display crop.
+def composite(display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tensor, size: int = DISPLAY_SIZE,
+              removing: bool = False) -> torch.Tensor:
+    """``(3, S, S)``: a model-size counterfactual shown on the photo's own display crop: the
+    photo with the upsampled change ``x' − x``, so that it keeps its own detail.
 
-    Where the edit changes little, the photo keeps its detail and takes the edit's change
-    (display + upsampled ``x' − x``). Where it changes much (teeth taken away, glasses put on),
-    adding a blurred change to sharp detail would leave the old detail showing through a smear, so
-    there the edit's own content is shown and the photo's detail (display − upsampled ``x``)
-    fades out with the size of the change."""
+    ``removing``: the edit takes away what the photo's detail draws (teeth behind lips that
+    close, the frames of glasses taken off). There the old detail would show through the
+    blurred change, so where the change is large the edit's own content is shown and the
+    photo's detail (display − upsampled ``x``) fades out with the size of the change."""
     base = resize_images(display[None], size)
     low = resize_images(x[None], size)
     edited = resize_images(counterfactual[None], size)
+    if not removing:
+        return (base + edited - low).clamp(0, 1)[0]
     change = (edited - low).abs().mean(dim=1, keepdim=True)
     replaced = (change / REPLACED_CHANGE).clamp(0, 1)
     radius = max(1, size // 64)
     replaced = torch.nn.functional.avg_pool2d(replaced, 2 * radius + 1, stride=1, padding=radius,
                                               count_include_pad=False)
     return (edited + (1 - replaced) * (base - low)).clamp(0, 1)[0]
+
+
+def removes_detail(result: AuditResult) -> bool:
+    """Whether the audit's edit takes away what the photo's detail draws (see :func:`composite`)."""
+    config = result.settings.counterfactual
+    return result.predictions.target == 0 and result.predictions.attribute in config.space_drop_residual
 
 
 def display_pictures(result: AuditResult, size: int = DISPLAY_SIZE) -> dict[str, Image.Image]:
@@ -147,7 +155,7 @@ def display_pictures(result: AuditResult, size: int = DISPLAY_SIZE) -> dict[str,
         pictures["aligned"] = to_pil(resize_images(display[None], size)[0])
         for name, counterfactual in (("teacher_counterfactual", result.teacher_counterfactual),
                                      ("student_counterfactual", result.student_counterfactual)):
-            pictures[name] = to_pil(composite(display, x, counterfactual, size))
+            pictures[name] = to_pil(composite(display, x, counterfactual, size, removes_detail(result)))
     return pictures
 
 

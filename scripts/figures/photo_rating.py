@@ -72,11 +72,11 @@ def faces(photos: list[Path], data: str | None, test_faces: int, seed: int) -> l
     return found
 
 
-def shown(x: torch.Tensor, display: torch.Tensor | None, picture: torch.Tensor) -> Image.Image:
+def shown(x: torch.Tensor, display: torch.Tensor | None, picture: torch.Tensor, removing: bool = False) -> Image.Image:
     """What the app shows (``recourse.render.pictures.composite``), or the face enlarged."""
     if display is None:
         return to_pil(resize_images(picture[None], SIZE)[0])
-    return to_pil(composite(display, x, picture, SIZE))
+    return to_pil(composite(display, x, picture, SIZE, removing))
 
 
 def edit(face: dict, attribute: str, target: int, method: str, classifier, generator) -> torch.Tensor:
@@ -136,7 +136,8 @@ def main(argv: list[str] | None = None) -> None:
             for method in args.methods:
                 picture = edit(face, attribute, target, method, classifier, generator)
                 original = shown(face["x"], face["display"], face["x"])
-                edited = shown(face["x"], face["display"], picture)
+                removing = not target and attribute in product_settings().counterfactual.space_drop_residual
+                edited = shown(face["x"], face["display"], picture, removing)
                 side = rng.choice("AB")
                 pictures.append((edited, original) if side == "A" else (original, edited))
                 direction = "MORE" if target else "LESS"

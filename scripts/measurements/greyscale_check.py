@@ -65,7 +65,8 @@ def main(argv: list[str] | None = None) -> None:
                 made = generate(x[None], classifier, attribute, target, settings.edit_config, generator)
                 picture = stop_on_paths(x[None], made.edits, classifier, attribute, torch.tensor([target]),
                                         settings.stops.visible)[0]
-                shown = composite(display, x, picture) if display is not None else resize_images(picture[None], 256)[0]
+                removing = not target and attribute in product.counterfactual.space_drop_residual
+                shown = composite(display, x, picture, removing=removing) if display is not None else resize_images(picture[None], 256)[0]
                 base = resize_images(display[None], 256)[0] if display is not None else resize_images(x[None], 256)[0]
                 row = {"photo": path.name, "attribute": attribute, "method": method,
                        "photo_spread": spread(x), "edit_spread": spread(picture),
