@@ -25,3 +25,22 @@ def test_a_faithful_copy_scores_low_and_a_contrary_one_high():
         assert other.student_at_teacher < 0  # the contrary model rejects what convinced the original
         assert other.score > same.score + 0.5
     assert shortlist(faithful + turned, 4) == sorted(turned, key=lambda row: -row.score)  # every contrary row first
+
+
+def test_short_edits_rank_a_twin_that_steers_elsewhere_above_an_identical_one():
+    from types import SimpleNamespace
+
+    from recourse.audit.screening import screen_by_edits
+    from recourse.generation import CounterfactualConfig
+    from recourse.generation.spaces.bundle import EditSpaces
+    from tests.spaces_fixtures import MouthBoxModel, smooth_faces, synthetic_space
+
+    index = ATTRIBUTES.index("Smiling")
+    generator = SimpleNamespace(edit_spaces=EditSpaces({"mouth": synthetic_space()}))
+    config = CounterfactualConfig(method="region-space", space_prior_weight=0.02)
+    faces, teacher = smooth_faces(3), MouthBoxModel(index)
+    same = screen_by_edits(["a", "b", "c"], faces, teacher, teacher, teacher, "Smiling", 1.0, config, generator)
+    other = MouthBoxModel(index, seed=1)
+    apart = screen_by_edits(["a", "b", "c"], faces, teacher, other, other, "Smiling", 1.0, config, generator)
+    assert all(abs(row.cosine - 1) < 1e-5 for row in same)
+    assert sum(row.score for row in apart) > sum(row.score for row in same)

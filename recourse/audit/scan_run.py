@@ -16,7 +16,7 @@ import json
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 import numpy as np
@@ -24,7 +24,9 @@ import torch
 
 from recourse.audit.photo_folder import Skipped, frame_photo, image_files, is_celeba_folder
 from recourse.audit.result import AuditSettings, product_settings
-from recourse.audit.screening import PATH_STEP_CHANGE, PATH_STEPS, ScreenRow, screen, shortlist
+from recourse.audit.screening import (
+    PATH_STEP_CHANGE, PATH_STEPS, SCREEN_SPACE_STEPS, ScreenRow, screen, screen_by_edits, shortlist,
+)
 from recourse.progress import Progress, silent
 
 KEPT_VERSION = 1  # of the kept files' content: a file of another version is made again
@@ -43,6 +45,9 @@ class ScanPlan:
     split: str = "test"  # a CelebA folder's split; other folders have none
     shard_size: int = 64
     out: Path | None = None  # where shards and audits are kept (resumable); None: nothing kept
+    # "edits": short edits of the audit's own kind (recourse.audit.screening.screen_by_edits), where
+    # the attribute's edit is a region-space one; "gradients": the models' input gradients only
+    screening: str = "edits"
 
 
 @dataclass(frozen=True)
@@ -135,7 +140,7 @@ def _keep(path: Path | None, content: dict) -> None:
 # --- the two passes -------------------------------------------------------------------------------------
 
 
-def screen_shard(plan: ScanPlan, names: list[str], frame, teacher, student) -> dict:
+def screen_shard(plan: ScanPlan, names: list[str], frame, teacher, student, generator=None) -> dict:
     """One shard's screening rows and skipped files (as dicts)."""
     from recourse.data import to_float_images
 
@@ -149,9 +154,23 @@ def screen_shard(plan: ScanPlan, names: list[str], frame, teacher, student) -> d
             images.append(to_float_images(framed))
     rows = []
     if files:
-        rows = [row.to_dict() for row in screen(files, torch.stack(images), teacher, student.twin, student.decider,
-                                                plan.attribute, numbers_margin(plan.settings))]
+        batch, margin = torch.stack(images), numbers_margin(plan.settings)
+        if screens_by_edits(plan, generator):
+            screened = screen_by_edits(files, batch, teacher, student.twin, student.decider, plan.attribute, margin,
+                                       plan.settings.edit_config, generator)
+        else:
+            screened = screen(files, batch, teacher, student.twin, student.decider, plan.attribute, margin)
+        rows = [row.to_dict() for row in screened]
     return {"rows": rows, "skipped": skipped}
+
+
+def screens_by_edits(plan: ScanPlan, generator) -> bool:
+    """Whether the plan's screening makes short edits: asked for, and the attribute's audit edit
+    is a region-space one (a pixel edit costs too much to screen with)."""
+    from recourse.generation.methods import edit_kind
+
+    return (plan.screening == "edits" and generator is not None
+            and edit_kind(plan.settings.edit_config, plan.attribute, generator) == "region-space")
 
 
 def numbers_margin(settings: AuditSettings) -> float:
@@ -191,7 +210,8 @@ def _shards(plan: ScanPlan, names: list[str]) -> list[list[str]]:
     return [names[start:start + plan.shard_size] for start in range(0, len(names), plan.shard_size)]
 
 
-def _screening(plan, state, names, frame, teacher, student, progress) -> tuple[list[dict], float, int]:
+def _screening(plan, state, names, frame, teacher, student, progress, generator=None
+               ) -> tuple[list[dict], float, int]:
     """This process's share of the shards, screened or read back; every process's gathered, and
     how many photos all processes screened themselves."""
     started, shards = time.perf_counter(), _shards(plan, names)
@@ -199,11 +219,13 @@ def _screening(plan, state, names, frame, teacher, student, progress) -> tuple[l
     mine = list(range(state.process_index, len(shards), state.num_processes))
     done, made = [], 0
     for count, index in enumerate(mine, 1):
-        key = _key("screen", plan.variant, plan.attribute, margin, PATH_STEPS, PATH_STEP_CHANGE, shards[index])
+        how = ("edits", SCREEN_SPACE_STEPS, asdict(plan.settings.edit_config)) if screens_by_edits(plan, generator) \
+            else ("gradients", PATH_STEPS, PATH_STEP_CHANGE)
+        key = _key("screen", plan.variant, plan.attribute, margin, *how, shards[index])
         path = None if plan.out is None else plan.out / "screen" / f"shard-{index:05d}.json"
         kept = _read_kept(path, key)
         if kept is None:
-            kept = {"key": key, **screen_shard(plan, shards[index], frame, teacher, student)}
+            kept = {"key": key, **screen_shard(plan, shards[index], frame, teacher, student, generator)}
             _keep(path, kept)
             made += len(shards[index])
         done.append(kept)
@@ -259,8 +281,13 @@ def run_scan(plan: ScanPlan, progress: Progress = silent, teacher=None, student=
     names = photo_names(plan)
     if not names:
         raise ValueError(f"{Path(plan.folder).name}: no image files in it or its subfolders")
+    from recourse import models
+
     frame = framer(plan, model_resolution(teacher))
-    shards, screening_s, screened_here = _screening(plan, state, names, frame, teacher, student, progress)
+    generator = audit_models.get("generator")
+    if plan.screening == "edits" and generator is None:  # the audits' own generator: the committed one
+        audit_models["generator"] = generator = models.load_generator()
+    shards, screening_s, screened_here = _screening(plan, state, names, frame, teacher, student, progress, generator)
     rows = [ScreenRow(**row) for shard in shards for row in shard["rows"]]
     skipped = sorted((Skipped(**item) for shard in shards for item in shard["skipped"]), key=lambda s: s.file)
     chosen = sorted(row.file for row in shortlist(rows, plan.top))

@@ -13,6 +13,12 @@ full-precision decision, it reads:
   signed logit at that point (negative: it rejects what convinced the original), and whether
   the compressed model crosses its own boundary at all along its own path.
 
+:func:`screen_by_edits` looks closer, where the audit's edit is cheap (a region-space edit:
+each model steers a few coefficients of a face part's space): both models make the audit's
+own kind of edit with a fraction of its steps (:data:`SCREEN_SPACE_STEPS`), and the same three
+readings are taken at the audit's margin on those edits (the compressed model's logit on the
+original's edit, its own edit's reach, the cosine of the two changes).
+
 The score mirrors the full audit's ranking (``recourse.audit.scan.divergence_score``: a rejected
 recourse, a missing recourse, the direction gap), each term made continuous so that faces
 rank without ties: ``σ(−s_g(x_f)) + σ(−s_g(x_g)) + (1 − cos)/2``.
@@ -98,6 +104,47 @@ def screen(files: list[str], images: torch.Tensor, teacher: nn.Module, twin: nn.
         rows.append(ScreenRow(file, int(targets[i]), float(teacher_logits[i] * sign[i]),
                               float(student_logits[i] * sign[i]), None if cosine is None else float(cosine[i]),
                               None if reach is None else reach + 1, at_teacher, own_end, score))
+    return rows
+
+
+SCREEN_SPACE_STEPS = 10  # of the audit's 40: the screening's edits
+
+
+def screen_by_edits(files: list[str], images: torch.Tensor, teacher: nn.Module, twin: nn.Module | None,
+                    decider: nn.Module, attribute: str, margin: float, config, generator) -> list[ScreenRow]:
+    """The first look through short edits of the audit's own kind (``config``: the audit's edit
+    settings, its steps cut to :data:`SCREEN_SPACE_STEPS`). ``twin`` None: a black box, whose
+    edit is steered by the original's gradient and decided by ``decider``."""
+    from dataclasses import replace
+
+    from recourse.audit.paired import stop_on_paths
+    from recourse.generation import generate
+
+    index = attribute_index(attribute)
+    with torch.no_grad():
+        teacher_logits = teacher(images)[:, index]
+        student_logits = decider(images)[:, index]
+    targets = (teacher_logits < 0).long()
+    sign = targets.float() * 2 - 1
+    short = replace(config, space_steps=min(config.space_steps, SCREEN_SPACE_STEPS))
+    seeds = (config.seed,) * len(images)
+    teacher_edits = generate(images, teacher, attribute, targets, short, generator, seeds=seeds).edits
+    student_edits = generate(images, twin if twin is not None else teacher, attribute, targets, short, generator,
+                             seeds=seeds, decider=decider).edits
+    teacher_at = stop_on_paths(images, teacher_edits, teacher, attribute, targets, margin)
+    student_at = stop_on_paths(images, student_edits, decider, attribute, targets, margin)
+    with torch.no_grad():
+        on_teacher = decider(teacher_at)[:, index] * sign
+        own = decider(student_at)[:, index] * sign - margin
+        reached = teacher(teacher_at)[:, index] * sign >= margin
+    cosine = nn.functional.cosine_similarity((teacher_at - images).flatten(1), (student_at - images).flatten(1), dim=1)
+    rows = []
+    for i, file in enumerate(files):
+        score = float(torch.sigmoid(-on_teacher[i]) + torch.sigmoid(-own[i])) + (1 - float(cosine[i])) / 2
+        rows.append(ScreenRow(file, int(targets[i]), float(teacher_logits[i] * sign[i]),
+                              float(student_logits[i] * sign[i]), float(cosine[i]),
+                              SCREEN_SPACE_STEPS if bool(reached[i]) else None, float(on_teacher[i]), float(own[i]),
+                              score))
     return rows
 
 
