@@ -55,7 +55,10 @@ class AuditSettings:
         return self.stops.margins() if self.stops is not None else {"stop": self.counterfactual.margin}
 
     def to_dict(self) -> dict:
-        return {"counterfactual": asdict(self.counterfactual), "attribution": asdict(self.attribution),
+        # lists where the config holds tuples (attribute names): the dict a JSON file gives back
+        counterfactual = {key: list(value) if isinstance(value, tuple) else value
+                          for key, value in asdict(self.counterfactual).items()}
+        return {"counterfactual": counterfactual, "attribution": asdict(self.attribution),
                 "stops": None if self.stops is None else self.stops.to_dict()}
 
 
