@@ -69,8 +69,9 @@ def test_a_public_app_ranks_the_gallery(public_client):
 def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduces_its_row():
     import app
     from recourse.audit.pipeline import audit_image
-    from recourse.audit.result import AuditSettings, minimal_recourse
+    from recourse.audit.result import minimal_recourse
     from recourse.audit.verdict import judge_says
+    from recourse.ui.settings import settings_from
 
     class Selection:
         index = (0, 1)
@@ -83,8 +84,9 @@ def test_a_ranked_face_reopens_with_the_scans_variant_and_attribute_and_reproduc
     pixels, upload, _, variant, attribute, target, _ = app.select_failure(found, Selection())
     assert (variant, attribute, upload) == ("cf-ptq", "Young", None)
     assert target == next(iter(app.TARGETS))  # flip the full-precision decision, as the scan did
-    result = audit_image(app.framed_tensor(pixels), variant=variant, attribute=attribute,
-                         settings=AuditSettings(defaults))
+    # the scan's own settings, as the app made them from the same controls
+    settings = settings_from(defaults.finish_steps, defaults.cone_degrees, 0, 0.0, edit_steps=defaults.edit_steps)
+    result = audit_image(app.framed_tensor(pixels), variant=variant, attribute=attribute, settings=settings)
     first = rows[0]
     assert result.recourse.teacher_valid == first[4] and result.recourse.student_accepts_teacher == first[5]
     assert result.recourse.student_valid == first[6]
