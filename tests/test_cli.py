@@ -145,7 +145,7 @@ def test_quantize_cf_ptq_makes_the_teachers_recourse_points_once(hq_folder, tmp_
         # the points' generation settings are recorded, so that the command still makes them once
         # the defaults change: today it needs nothing added, under the cone's defaults its method
         made_with = variant.details["counterfactual"]
-        assert made_with["margin"] == 2 and made_with["steps"] == 10 and made_with["method"] == "denoised"
+        assert made_with["margin"] == 2 and made_with["steps"] == 10 and made_with["method"] == "region-space"
         assert reproduction(variant.details["command"], made_with) == variant.details["command"]
         assert reproduction(variant.details["command"], {**made_with, "method": "pca-walk-cone"}).endswith(
             " --counterfactual-method pca-walk-cone")
