@@ -195,21 +195,23 @@ def edit_note(result: AuditResult) -> str:
     return f" ({words})" if words else ""
 
 
-def artifact_lines(result: AuditResult) -> str:
-    """A short line per model under the cards: which edit its picture is and its artifact check."""
+def artifact_lines(result: AuditResult, every: bool = False) -> str:
+    """A short line under the cards per model: which edit its picture is and its artifact check.
+    On the screen (``every`` False) only a failed check has one, so that the evidence stays on
+    the first screen; the report and the exports say every check."""
     lines = []
     for model, picture in (("teacher", "Full precision x'_f"), ("student", "Compressed x'_g")):
         check = _check(result, model)
-        if check is not None:
+        if check is not None and (every or failed(check)):
             colour = "#b91c1c" if failed(check) else "#374151"
             lines.append(f'<div class="artifact-check" style="font-size:12px;color:{colour}">'
                          f"{html.escape(picture + edit_note(result))}: {html.escape(artifact_says(check))}</div>")
     return "".join(lines)
 
 
-def value_cards(result: AuditResult) -> str:
+def value_cards(result: AuditResult, every_check: bool = False) -> str:
     """The cards: each a plain label (its symbol in a tooltip), a short value and its meaning;
-    under them, each edit's artifact check."""
+    under them, the artifact checks (:func:`artifact_lines`)."""
     entries = [(label, symbol, meaning, *_card_value(result, key)) for key, label, symbol, meaning in CARDS]
     for model, label, symbol, meaning in JUDGE_CARDS:
         says = judge_says(result.judge, model, _check(result, model))
@@ -230,7 +232,8 @@ def value_cards(result: AuditResult) -> str:
                      f'{html.escape(label)}</abbr>'
                      f'</div><div style="font-size:15px;font-weight:600;line-height:1.3">{value}</div>'
                      f'<div style="font-size:11px;line-height:1.3;color:#4b5563">{html.escape(meaning)}</div></div>')
-    return '<div style="display:flex;flex-wrap:wrap;gap:6px">' + "".join(cards) + "</div>" + artifact_lines(result)
+    return ('<div style="display:flex;flex-wrap:wrap;gap:6px">' + "".join(cards) + "</div>"
+            + artifact_lines(result, every_check))
 
 
 def attribution_table(result: AuditResult) -> str:
@@ -423,7 +426,7 @@ def report_html(result: AuditResult, source: str = "") -> str:
 target {target}; seed {result.seed}; method {html.escape(method_summary(result.settings.counterfactual, p.attribute))}; {html.escape(stops_summary(result))}. {html.escape(source)} Made {datetime.datetime.now(datetime.UTC):%Y-%m-%d %H:%M} UTC.
 Metric definitions: docs/metrics.md in the recourse-audit repository.</p>
 <h2>Verdict</h2><p style="font-size:18px">{html.escape(result.verdict)}</p>
-{value_cards(result)}
+{value_cards(result, every_check=True)}
 <h2>Face and recourses</h2>
 {figure("aligned", "input (" + p.alignment + ")")}{figure("teacher_counterfactual", "full-precision recourse x'_f" + edit_note(result))}
 {figure("student_counterfactual", "compressed recourse x'_g" + edit_note(result))}<br>
