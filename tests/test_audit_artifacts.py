@@ -119,7 +119,7 @@ def test_a_teal_blob_on_a_black_and_white_face_fails_and_its_ticks_do_not_count(
 
     cards = value_cards(result)
     assert cards.count("does not count ✗") == 4 and "sees it ✓" not in cards and "kept ✓" not in cards
-    assert f"artifact check: failed ({'; '.join(teacher.reasons)})" in cards
+    assert f"artifact check: failed ({'; '.join(teacher.reasons)})" in value_cards(result, every_check=True)
     assert "✓ = still the same person; an instrument" in evidence_table(result)
     page = report_html(result, "test")
     assert novel in page and "The full-precision edit failed the artifact check" in page

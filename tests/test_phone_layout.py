@@ -49,8 +49,9 @@ def _top(page, selector: str) -> float:
 def _cheap_settings(page) -> None:
     page.get_by_text("Generator settings").click()
     steps = page.get_by_label(f"number input for {CONTROL_LABELS['edit_steps']}")
-    steps.fill(str(CHEAP_EDIT_STEPS))
-    steps.press("Enter")
+    if steps.is_visible():  # the pixel edit's steps; the default face-part edit shows none and is cheap as it is
+        steps.fill(str(CHEAP_EDIT_STEPS))
+        steps.press("Enter")
     page.wait_for_timeout(300)
 
 

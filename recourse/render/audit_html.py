@@ -195,14 +195,13 @@ def edit_note(result: AuditResult) -> str:
     return f" ({words})" if words else ""
 
 
-def artifact_lines(result: AuditResult, every: bool = False) -> str:
-    """A short line under the cards per model: which edit its picture is and its artifact check.
-    On the screen (``every`` False) only a failed check has one, so that the evidence stays on
-    the first screen; the report and the exports say every check."""
+def artifact_lines(result: AuditResult) -> str:
+    """A short line per model: which edit its picture is and its artifact check (the report's;
+    on the screen the verdict says a failed check and the struck cards show it)."""
     lines = []
     for model, picture in (("teacher", "Full precision x'_f"), ("student", "Compressed x'_g")):
         check = _check(result, model)
-        if check is not None and (every or failed(check)):
+        if check is not None:
             colour = "#b91c1c" if failed(check) else "#374151"
             lines.append(f'<div class="artifact-check" style="font-size:12px;color:{colour}">'
                          f"{html.escape(picture + edit_note(result))}: {html.escape(artifact_says(check))}</div>")
@@ -233,7 +232,7 @@ def value_cards(result: AuditResult, every_check: bool = False) -> str:
                      f'</div><div style="font-size:15px;font-weight:600;line-height:1.3">{value}</div>'
                      f'<div style="font-size:11px;line-height:1.3;color:#4b5563">{html.escape(meaning)}</div></div>')
     return ('<div style="display:flex;flex-wrap:wrap;gap:6px">' + "".join(cards) + "</div>"
-            + artifact_lines(result, every_check))
+            + (artifact_lines(result) if every_check else ""))
 
 
 def attribution_table(result: AuditResult) -> str:

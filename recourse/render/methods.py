@@ -52,8 +52,8 @@ def method_summary(config: CounterfactualConfig, attribute: str | None = None) -
     the ``attribute``, a denoised edit also says where it edits and the steps it really takes
     (a region's edit takes more than the screen's steps: ``recourse.generation.guidance.region_steps_for``)."""
     if config.method == "region-space" and (attribute is None or edit_kind(config, attribute) == "region-space"):
-        part = "" if attribute is None else f" ({space_of(attribute)})"
-        return f"face parts{part}, at most {config.space_steps} steps in the part's space"
+        part = "" if attribute is None else f" {space_of(attribute)}"
+        return f"face parts:{part} space, {config.space_steps} steps"
     if config.method in ("denoised", "region-space"):
         if attribute is None:
             return f"denoised, {config.edit_steps} denoiser steps, σ {config.sigma:g}"

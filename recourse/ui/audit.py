@@ -23,7 +23,7 @@ from recourse.data import ATTRIBUTES, to_float_images
 from recourse.locations import assets_dir, variants_dir
 from recourse.models import VARIANTS, variant_bits, variant_status
 from recourse.render.audit_html import (
-    attribution_table, edit_note, evidence_table, predictions_chart, stops_summary, value_cards,
+    attribution_table, evidence_table, predictions_chart, stops_summary, value_cards,
 )
 from recourse.render.methods import CONTROL_LABELS, METHOD_CHOICES, METHOD_CONTROLS, METHOD_NOTES, method_summary
 from recourse.render.path_plot import path_svg
@@ -268,7 +268,7 @@ class AuditTab:
                         self.attributions: attribution_table(result), self.raw: shareable(result.to_dict()),
                         self.export_json: json_file, self.export_html: html_file,
                         self.status: (f"**Alignment:** {p.alignment} · "
-                                      f"{method_summary(settings.counterfactual, attribute)}{edit_note(result)} · "
+                                      f"{method_summary(settings.counterfactual, attribute)} · "
                                       f"{stops_summary(result)} · "
                                       f"audit took {result.seconds['total']:.2f} s{black_box_passes(pair, passes)}"),
                         **self._path_outputs(path_state(result)),
