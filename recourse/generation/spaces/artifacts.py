@@ -95,12 +95,8 @@ def novel_colour_share(original: torch.Tensor, edited: torch.Tensor) -> float:
 def part_energies(space: RegionSpace, image: torch.Tensor, points: np.ndarray) -> tuple[float, float]:
     """``(‖z‖²/K, residual energy per value)`` of ``image``'s ``(3, H, W)`` part under ``space``,
     with landmarks ``points`` ``(68, 2)`` in the image's pixels."""
-    height, width = image.shape[-2:]
-    points64 = (np.asarray(points, np.float64) + 0.5) * np.array([64 / width, 64 / height]) - 0.5
-    affine = space.affines(points64[None])
     with torch.no_grad():
-        textures = (rgb_to_ycbcr(to_template(image[None], affine, tuple(space.config.box)))
-                    * space.taper.float()).flatten(1)
+        _, textures = space.read(image[None], points)
         codes = space.encode(textures)
         residual = textures - space.mean.float() - space.change(codes).flatten(1)
     return float((codes ** 2).mean()), float((residual ** 2).mean())
@@ -108,10 +104,9 @@ def part_energies(space: RegionSpace, image: torch.Tensor, points: np.ndarray) -
 
 def critic_score(critic: ArtifactCritic, space: RegionSpace, image: torch.Tensor, points: np.ndarray) -> float:
     """The critic's logit (higher: more likely damaged) on ``image``'s ``(3, H, W)`` part."""
-    height, width = image.shape[-2:]
-    points64 = (np.asarray(points, np.float64) + 0.5) * np.array([64 / width, 64 / height]) - 0.5
+    affines, _ = space.read(image[None], points)
     with torch.no_grad():
-        return float(critic(to_template(image[None], space.affines(points64[None]), tuple(space.config.box)))[0])
+        return float(critic(to_template(image[None], affines, tuple(space.config.box)))[0])
 
 
 def check_edit(original: torch.Tensor, edited: torch.Tensor, space: RegionSpace | None = None,

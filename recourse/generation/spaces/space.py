@@ -17,7 +17,7 @@ import torch
 from diffusers import ModelMixin
 from diffusers.configuration_utils import ConfigMixin, register_to_config
 
-from recourse.generation.regions import GROUPS, MEAN_LANDMARKS_64, Shape, mask_of_shape
+from recourse.generation.regions import GROUPS, MEAN_LANDMARKS_64, Shape, mask_of_shape, to_frame
 from recourse.generation.spaces.templates import GroupSpec
 from recourse.generation.spaces.warp import template_to_face, to_template
 from recourse.generation.spaces.colour import rgb_to_ycbcr
@@ -66,12 +66,21 @@ class RegionSpace(ModelMixin, ConfigMixin):
         anchors = list(self.config.anchors)
         return [template_to_face(MEAN_LANDMARKS_64[anchors], face[anchors]) for face in np.asarray(points)]
 
+    def read(self, image: torch.Tensor, points: np.ndarray) -> tuple[list[np.ndarray], torch.Tensor]:
+        """One face ``(1, 3, H, W)`` with landmarks ``points`` ``(68, 2)`` in its own pixels: its
+        affine map (as :meth:`affines` gives it) and its tapered texture ``(1, D)``."""
+        points64 = to_frame(points, 64, 64, side=image.shape[-1])
+        affines = self.affines(points64[None])
+        return affines, self._tapered(to_template(image, affines, tuple(self.config.box)))
+
+    def _tapered(self, templates: torch.Tensor) -> torch.Tensor:
+        return (rgb_to_ycbcr(templates) * self.taper.float()).flatten(1)
+
     def textures(self, images: torch.Tensor, points: np.ndarray) -> torch.Tensor:
         """``(N, D)``: the faces' template textures in Y, Cb, Cr, tapered by the region's shape on
         the mean face (so that the space's directions, and every edit made of them, fade out
         at the region's edge instead of stopping at a seam)."""
-        textures = rgb_to_ycbcr(to_template(images, self.affines(points), tuple(self.config.box)))
-        return (textures * self.taper.float()).flatten(1)
+        return self._tapered(to_template(images, self.affines(points), tuple(self.config.box)))
 
     def encode(self, textures: torch.Tensor) -> torch.Tensor:
         """Whitened coefficients ``(N, K)`` of template textures ``(N, D)``."""

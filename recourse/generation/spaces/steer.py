@@ -25,9 +25,9 @@ from torch import nn
 
 from recourse.data import ATTRIBUTES
 from recourse.generation.regions import face_landmarks, mask_of_shape
-from recourse.generation.spaces.colour import change_to_rgb, colour_mode, luminance_only, rgb_to_ycbcr
+from recourse.generation.spaces.colour import change_to_rgb, colour_mode, luminance_only
 from recourse.generation.spaces.space import RegionSpace, tapered_shape
-from recourse.generation.spaces.warp import coverage, from_template, to_template
+from recourse.generation.spaces.warp import coverage, from_template
 
 EARLY_STOP = 3  # consecutive steps past the aim that end the optimisation
 KEEP_TONE = ("face",)  # spaces whose edits keep the part's mean colour (see keep_tone)
@@ -51,15 +51,14 @@ def place(space: RegionSpace, image: torch.Tensor, points: np.ndarray, found: bo
     """The placement of ``space``'s part on ``image`` ``(1, 3, H, W)`` with landmarks ``points``
     ``(68, 2)`` in the image's pixels."""
     height, width = image.shape[-2:]
-    points64 = (np.asarray(points, np.float64) + 0.5) * np.array([64 / width, 64 / height]) - 0.5
-    affine = space.affines(points64[None])[0]
     box = tuple(space.config.box)
-    covered = from_template(coverage(box), [affine], box, (height, width))
-    region = mask_of_shape(points, tapered_shape(space.config.region), height, width)[None, None]
     with torch.no_grad():
-        textures = (rgb_to_ycbcr(to_template(image, [affine], box)) * space.taper.float()).flatten(1)
+        affines, textures = space.read(image, points)
         codes = space.encode(textures)
         residual = textures - space.mean.float() - space.change(codes).flatten(1)
+    affine = affines[0]
+    covered = from_template(coverage(box), [affine], box, (height, width))
+    region = mask_of_shape(points, tapered_shape(space.config.region), height, width)[None, None]
     return FacePlacement(affine, (region * covered).to(image.dtype), codes, residual,
                          colour_mode(image[0]).monochrome, found)
 
