@@ -97,3 +97,17 @@ def test_the_headline_counts_each_correction_family_by_its_own_correction(monkey
                                     "2 of 3 secondary claims hold after Benjamini–Hochberg's correction")
     monkeypatch.setattr(files, "load", {}.get)
     assert benchmark.headline() == "the test run: not finished yet"
+
+
+def test_the_held_out_heading_counts_the_held_out_attributes_the_run_holds():
+    """The registered run holds one held-out attribute and the first test run eight: each heading
+    says its own run's count and names them, read from the record."""
+    from scripts.docs.results import primary_benchmark
+
+    registered = json.loads((assets_dir() / "results" / primary_benchmark.RUN).read_text())
+    text = "\n".join(benchmark_tables("The run", primary_benchmark.RUN, registered))
+    assert "On the 1 held-out attribute only (Mouth_Slightly_Open):" in text
+    first = json.loads((assets_dir() / results_benchmark.TEST_RUN).read_text())
+    text = "\n".join(benchmark_tables("The test run", results_benchmark.TEST_RUN, first))
+    assert ("On the 8 held-out attributes only (Blond_Hair, Bangs, Mouth_Slightly_Open, Heavy_Makeup, Black_Hair, "
+            "Wavy_Hair, High_Cheekbones, Wearing_Lipstick):") in text

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from recourse.benchmark import BenchmarkResult
+from recourse.benchmark.settings import BenchmarkSettings
 from recourse.cli import reproduction
 from recourse.render.benchmark import (
     PAIRED_REFERENCES, families_table, family_paired_table, first_of_each_family, markdown_table, paired_table,
@@ -52,6 +53,18 @@ def conclusions(result: BenchmarkResult, reference: str, group: str = "all") -> 
     return lines
 
 
+def held_out_attributes(result: BenchmarkResult) -> list[str]:
+    """The run's attributes that no recourse point was made on, in the run's order: its held-out
+    group, as the run itself split its tasks (a run may hold eight of them, or only one)."""
+    seen = BenchmarkSettings.from_record(result.settings).seen_attributes
+    return [attribute for attribute in result.attributes if attribute not in seen]
+
+
+def held_out_heading(held_out: list[str]) -> str:
+    noun = "attribute" if len(held_out) == 1 else "attributes"
+    return f"On the {len(held_out)} held-out {noun} only ({', '.join(held_out)}):"
+
+
 def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
     result = BenchmarkResult.from_dict(record)
     margin = result.settings.get("counterfactual", {}).get("margin")
@@ -68,7 +81,7 @@ def benchmark_tables(title: str, name: str, record: dict) -> list[str]:
         lines += ["Each method over its fine-tuning seeds: mean ± sd across seeds [95% interval, bootstrap over "
                   "seeds and tasks].", "", families_table(families), ""]
         if any("held_out" in f.metrics for f in families):
-            lines += ["On the eight held-out attributes only:", "", families_table(families, "held_out"), ""]
+            lines += [held_out_heading(held_out_attributes(result)), "", families_table(families, "held_out"), ""]
         for reference in PAIRED_REFERENCES:
             for group in ("all", "held_out"):
                 if any(group in f.paired.get(reference, {}) for f in families):
