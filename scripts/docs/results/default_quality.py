@@ -9,7 +9,11 @@ from dataclasses import dataclass
 from scripts.docs.results import files
 
 RUN = "quality-visible-test.json"
-LOCAL = ("Smiling", "Mouth_Slightly_Open", "Eyeglasses", "Bangs")  # MNAC ≤ 3.5 and FD ≤ 2× floor apply here
+# The regions (a row's "region") whose edits get the whole-face targets, MNAC ≤ 5 and no FD target:
+# the whole face, and an edit over the whole frame. An edit confined to any other region (the
+# mouth, the eyes, the hair) keeps the rest of the image real, so MNAC ≤ 3.5 and FD ≤ 2× the
+# floor apply to it, whichever attribute it is (Blond_Hair and Bangs are both edited in the hair).
+WHOLE_FACE_REGIONS = ("whole_face", "frame")
 JUDGED = ("Smiling", "Young", "Male", "Mouth_Slightly_Open")  # the judges' targets apply here
 
 
@@ -28,6 +32,11 @@ def pooled_judges(row: dict) -> list[dict]:
     return [j for j in row["judges"] if j["target"] == "both"]
 
 
+def is_local(row: dict) -> bool:
+    """Whether the row's edit was confined to a part of the face, by the region its run recorded."""
+    return row["region"] not in WHOLE_FACE_REGIONS
+
+
 def targets(rows: list[dict]) -> list[Target]:
     """Every target of the visible stop, attribute by attribute."""
     found = []
@@ -37,9 +46,10 @@ def targets(rows: list[dict]) -> list[Target]:
         a = row["attribute"]
         found.append(Target("FR %", a, row["flip_rate"], "≥ 95", row["flip_rate"] >= 95))
         found.append(Target("FVA %", a, row["fva"], "≥ 97", row["fva"] >= 97))
-        limit = 3.5 if a in LOCAL else 5.0
+        local = is_local(row)
+        limit = 3.5 if local else 5.0
         found.append(Target("MNAC", a, row["mnac"], f"≤ {limit:g}", row["mnac"] <= limit))
-        if a in LOCAL:
+        if local:
             ratio = row["fd_over_floor"]
             found.append(Target("FD / floor", a, ratio, "≤ 2", ratio is not None and ratio <= 2))
         if a in JUDGED:
