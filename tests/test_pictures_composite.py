@@ -25,3 +25,4 @@ def test_an_added_change_keeps_the_photo_detail_and_a_removal_lets_it_go():
     gone = composite(display, x, edited, 256, removing=True)[:, 100:140, 100:140] - 0.8
     assert torch.allclose(kept, detail, atol=1e-5)  # the photo's detail shows through
     assert float(gone.abs().max()) < 1e-5  # the edit's own content only
+

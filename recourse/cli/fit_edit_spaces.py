@@ -14,7 +14,7 @@ def register(commands) -> None:
     add_data_options(fit)
     fit.add_argument("--split", default="train", choices=("train",),
                      help="the faces the spaces learn from (only train: val chooses settings, test reports)")
-    fit.add_argument("--groups", nargs="+", default=None, help="which spaces (default: all: mouth eyes face)")
+    fit.add_argument("--groups", nargs="+", default=None, help="which spaces (default: all: mouth eyes face hair)")
     fit.add_argument("--out", default=str(generator_dir() / "edit-spaces"))
     fit.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     fit.add_argument("--critic-epochs", type=int, default=6,
@@ -34,14 +34,15 @@ def run(args: argparse.Namespace) -> int:
     from recourse.generation.spaces.bundle import EditSpaces
     from recourse.generation.spaces.fit import fit_region_space
     from recourse.generation.spaces.landmarks import cache_path, split_landmarks
-    from recourse.generation.spaces.templates import SPACES
+    from recourse.generation.spaces.hair import fit_hair_space
+    from recourse.generation.spaces.templates import GROUP_NAMES, HAIR_GROUP, SPACES
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    groups = args.groups or list(SPACES)
-    unknown = sorted(set(groups) - set(SPACES))
+    groups = args.groups or list(GROUP_NAMES)
+    unknown = sorted(set(groups) - set(GROUP_NAMES))
     if unknown:
-        print(f"unknown group {unknown[0]!r}: choose from {', '.join(SPACES)}")
+        print(f"unknown group {unknown[0]!r}: choose from {', '.join(GROUP_NAMES)}")
         return 2
     started = time.perf_counter()
     cache_dir = None if args.no_cache else args.cache_dir
@@ -57,17 +58,48 @@ def run(args: argparse.Namespace) -> int:
     command = f"python -m recourse fit-edit-spaces --data {Path(args.data).name} --groups {' '.join(groups)}"
     if not args.critics_only:
         for name in groups:
-            regions[name] = fit_region_space(SPACES[name], faces.images, points, found, faces.labels,
-                                             progress=lambda line: print(line, flush=True))
-        about.update(command=command, split=args.split, code=revision)
+            if name == HAIR_GROUP:
+                regions[name] = fit_hair_space(faces.images, points, found, faces.labels,
+                                               progress=lambda line: print(line, flush=True))
+                calibrate_hair(regions[name], args, cache_dir)
+            else:
+                regions[name] = fit_region_space(SPACES[name], faces.images, points, found, faces.labels,
+                                                 progress=lambda line: print(line, flush=True))
+        fitted = {name: {"command": command, "code": revision} for name in groups}
+        about.update(split=args.split, fitted={**about.get("fitted", {}), **fitted})
     if args.critic_epochs:
-        for name in groups:
+        for name in (g for g in groups if g in SPACES):
             critics[name] = part_critic(regions[name], faces.images, points, found, args.critic_epochs)
         about["critic_command"] = f"{command} --critics-only --critic-epochs {args.critic_epochs}"
     EditSpaces(regions, about, critics).save_pretrained(out)
     print(f"wrote {', '.join(sorted(regions))} to {out} in {time.perf_counter() - started:.0f} s; calibrate the "
           "artifact check's limits with python -m scripts.measurements.artifact_calibration")
     return 0
+
+
+def calibrate_hair(space, args: argparse.Namespace, cache_dir) -> None:
+    """Set the hair space's realism limit: the 99th percentile of ``‖z‖²/4`` on real val hair."""
+    import numpy as np
+
+    from recourse.data import load_split, to_float_images
+    from recourse.generation.spaces.hair import hair_energy
+    from recourse.generation.spaces.landmarks import cache_path, split_landmarks
+    from recourse.generation.spaces.person import PERSON
+
+    val = load_split(args.data, "val", 64, cache_dir=cache_dir)
+    points, found = split_landmarks(val, cache_path(args.cache_dir, args.data, "val"))
+    energies = []
+    for start in range(0, len(val.images), 512):
+        faces = to_float_images(val.images[start:start + 512])
+        people = PERSON(faces)
+        for j in range(len(faces)):
+            if found[start + j]:
+                energy = hair_energy(space, faces[j], faces[j], points[start + j], people[j, 0])
+                if energy is not None:
+                    energies.append(energy)
+    limit = float(np.percentile(energies, 99))
+    space.register_to_config(code_energy_limit=limit)
+    print(f"hair: realism limit {limit:.2f} (99th percentile of {len(energies)} val faces with hair)", flush=True)
 
 
 def part_critic(space, images, points, found, epochs: int):

@@ -4,8 +4,10 @@ entry point that every caller uses (as ``quantize`` is for the compression metho
 * ``denoised`` — each model drives its own edit through the learned face
   denoiser, with a mask and inpainting (:mod:`recourse.generation.denoised`);
 * ``region-space`` (default) — each model steers its own edit inside a learned space of the attribute's
-  face part (mouth, eyes, whole face: :mod:`recourse.generation.spaces`); an attribute whose
-  part has no space (hair, ears, ...) gets the denoised pixel edit (:func:`edit_kind` says which);
+  face part (mouth, eyes, whole face: :mod:`recourse.generation.spaces`) or of hair colour
+  (:mod:`recourse.generation.spaces.hair`), glasses put on as drawn frames
+  (:mod:`recourse.generation.spaces.glasses`); an attribute whose part has no space (bangs, ears,
+  ...) gets the denoised pixel edit (:func:`edit_kind` says which);
 * ``pca-walk`` — gradient steps of the model inside the PCA face basis;
 * ``pca-walk-cone`` — the same, each step turned into a cone around a shared robust guide's
   gradient (an ablation: the shared guide makes two models' directions agree by
@@ -30,6 +32,8 @@ from recourse.generation.denoised import denoised_counterfactuals
 from recourse.generation.generators import FaceGenerator, default_generator
 from recourse.generation.guidance import CounterfactualConfig, CounterfactualResult, pca_walk
 from recourse.generation.spaces.colour import colour_mode, luminance_only
+from recourse.generation.spaces.glasses import glasses_counterfactuals
+from recourse.generation.spaces.hair import HairSpace, hair_counterfactuals
 from recourse.generation.spaces.steer import space_counterfactuals
 from recourse.metrics import decisions, recourse_cost, validity
 
@@ -59,7 +63,7 @@ def _denoised(images, model, index, sign, config, generator, seeds, decider):
 def edit_kind(config: CounterfactualConfig, attribute: str, generator: FaceGenerator | None = None) -> str:
     """Which edit a result of ``config`` on ``attribute`` is: ``region-space`` (inside a learned
     space of the attribute's face part), ``denoised`` (the model's pixel edit: the region-space
-    method's edit where no space models the attribute's part, hair for one) or the walk's name."""
+    method's edit where no space models the attribute's part, bangs for one) or the walk's name."""
     if config.method != "region-space":
         return config.method
     generator = generator if generator is not None else default_generator()
@@ -72,7 +76,27 @@ def _region_space(images, model, index, sign, config, generator, seeds, decider)
     spaces = getattr(generator, "edit_spaces", None)
     if spaces is None or not spaces.edits(ATTRIBUTES[index]):
         return _denoised(images, model, index, sign, config, generator, seeds, decider)
-    return space_counterfactuals(images, model, index, sign, config, spaces.for_attribute(ATTRIBUTES[index]), decider)
+    space = spaces.for_attribute(ATTRIBUTES[index])
+    if ATTRIBUTES[index] == GLASSES and bool((sign > 0).any()):
+        return _glasses_or_space(images, model, index, sign, config, space, decider)
+    if isinstance(space, HairSpace):
+        return hair_counterfactuals(images, model, index, sign, config, space, decider)
+    return space_counterfactuals(images, model, index, sign, config, space, decider)
+
+
+GLASSES = "Eyeglasses"  # put on by drawn frames (:mod:`spaces.glasses`), taken off in the eyes' space
+
+
+def _glasses_or_space(images, model, index, sign, config, space, decider):
+    """Frames drawn on the faces that are to wear glasses, the eyes' space for the others."""
+    counterfactuals, edits = torch.empty_like(images), torch.empty_like(images)
+    for adding, run in ((True, lambda chosen: glasses_counterfactuals(images[chosen], model, index, config, decider)),
+                        (False, lambda chosen: space_counterfactuals(images[chosen], model, index, sign[chosen], config,
+                                                                     space, decider))):
+        chosen = (sign > 0) if adding else (sign <= 0)
+        if bool(chosen.any()):
+            counterfactuals[chosen], edits[chosen] = run(chosen)
+    return counterfactuals, edits
 
 
 @register("pca-walk")

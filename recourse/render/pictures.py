@@ -113,15 +113,31 @@ REPLACED_CHANGE = 0.08  # mean channel change at which the photo's own detail gi
 
 
 def composite(display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tensor, size: int = DISPLAY_SIZE,
-              removing: bool = False) -> torch.Tensor:
+              removing: bool = False, redrawn: str | None = None) -> torch.Tensor:
     """``(3, S, S)``: a model-size counterfactual shown on the photo's own display crop: the
     photo with the upsampled change ``x' − x``, so that it keeps its own detail.
 
     ``removing``: the edit takes away what the photo's detail draws (teeth behind lips that
     close, the frames of glasses taken off). There the old detail would show through the
     blurred change, so where the change is large the edit's own content is shown and the
-    photo's detail (display − upsampled ``x``) fades out with the size of the change."""
+    photo's detail (display − upsampled ``x``) fades out with the size of the change.
+
+    ``redrawn``: an edit made again on the crop at its resolution, where an enlarged model-size
+    change would be a blur: ``"hair"`` (a hair colour edit, on the crop's own hair:
+    :func:`recourse.generation.spaces.hair.display_recolour`; nothing off the person changes) or
+    ``"glasses"`` (frames put on, drawn with sharp edges:
+    :func:`~recourse.generation.spaces.glasses.display_glasses`)."""
     base = resize_images(display[None], size)
+    if redrawn is not None:
+        from recourse.generation.regions import face_landmarks
+        from recourse.generation.spaces.glasses import display_glasses
+        from recourse.generation.spaces.hair import display_recolour
+
+        points, _ = face_landmarks(x[None])
+        remake = {"hair": display_recolour, "glasses": display_glasses}[redrawn]
+        made = remake(base[0], x, counterfactual, points[0])
+        if made is not None:
+            return made.clamp(0, 1)
     low = resize_images(x[None], size)
     edited = resize_images(counterfactual[None], size)
     if not removing:
@@ -132,6 +148,18 @@ def composite(display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tens
     replaced = torch.nn.functional.avg_pool2d(replaced, 2 * radius + 1, stride=1, padding=radius,
                                               count_include_pad=False)
     return (edited + (1 - replaced) * (base - low)).clamp(0, 1)[0]
+
+
+def redrawn_part(attribute: str, target: int, config) -> str | None:
+    """Which edit :func:`composite` makes again at display resolution: ``"hair"``, ``"glasses"`` or None."""
+    from recourse.generation.methods import GLASSES, edit_kind
+    from recourse.generation.spaces.templates import HAIR_GROUP, SPACE_OF
+
+    if edit_kind(config, attribute) != "region-space":
+        return None
+    if SPACE_OF.get(attribute) == HAIR_GROUP:
+        return "hair"
+    return "glasses" if attribute == GLASSES and target == 1 else None
 
 
 def removes_detail(result: AuditResult) -> bool:
@@ -155,7 +183,9 @@ def display_pictures(result: AuditResult, size: int = DISPLAY_SIZE) -> dict[str,
         pictures["aligned"] = to_pil(resize_images(display[None], size)[0])
         for name, counterfactual in (("teacher_counterfactual", result.teacher_counterfactual),
                                      ("student_counterfactual", result.student_counterfactual)):
-            pictures[name] = to_pil(composite(display, x, counterfactual, size, removes_detail(result)))
+            pictures[name] = to_pil(composite(display, x, counterfactual, size, removes_detail(result),
+                                              redrawn_part(result.predictions.attribute, result.predictions.target,
+                                                           result.settings.counterfactual)))
     return pictures
 
 

@@ -48,7 +48,7 @@ from recourse.checkpoints import load_classifier
 from recourse.data import attribute_index, load_split, resize_images, to_float_images
 from recourse.generation import default_generator, generate
 from recourse.locations import teacher_dir
-from recourse.render.pictures import composite, to_pil
+from recourse.render.pictures import composite, redrawn_part, to_pil
 
 REPOSITORY = Path(recourse.__file__).resolve().parents[1]
 SIZE = 256
@@ -72,11 +72,12 @@ def faces(photos: list[Path], data: str | None, test_faces: int, seed: int) -> l
     return found
 
 
-def shown(x: torch.Tensor, display: torch.Tensor | None, picture: torch.Tensor, removing: bool = False) -> Image.Image:
+def shown(x: torch.Tensor, display: torch.Tensor | None, picture: torch.Tensor, removing: bool = False,
+          redrawn: str | None = None) -> Image.Image:
     """What the app shows (``recourse.render.pictures.composite``), or the face enlarged."""
     if display is None:
         return to_pil(resize_images(picture[None], SIZE)[0])
-    return to_pil(composite(display, x, picture, SIZE, removing))
+    return to_pil(composite(display, x, picture, SIZE, removing, redrawn))
 
 
 def edit(face: dict, attribute: str, target: int, method: str, classifier, generator) -> torch.Tensor:
@@ -137,7 +138,8 @@ def main(argv: list[str] | None = None) -> None:
                 picture = edit(face, attribute, target, method, classifier, generator)
                 original = shown(face["x"], face["display"], face["x"])
                 removing = not target and attribute in product_settings().counterfactual.space_drop_residual
-                edited = shown(face["x"], face["display"], picture, removing)
+                config = replace(product_settings().counterfactual, method=method)
+                edited = shown(face["x"], face["display"], picture, removing, redrawn_part(attribute, target, config))
                 side = rng.choice("AB")
                 pictures.append((edited, original) if side == "A" else (original, edited))
                 direction = "MORE" if target else "LESS"

@@ -17,6 +17,7 @@ Three readings, each with a threshold:
   (``scripts/measurements/artifact_calibration.py``); an edit fails a reading only where it is
   past the limit and clearly worse than the photo itself (:data:`RELATIVE_RISE`, :data:`CRITIC_RISE`),
   so that a photo of another source that reads past a limit before any edit is not failed for it.
+  A hair edit is read by the hair colour space instead (:func:`check_hair_edit`).
 
 The check reads the edit, not the method: every method's counterfactual goes through it.
 """
@@ -30,6 +31,7 @@ import torch
 
 from recourse.generation.spaces.colour import MONOCHROME_SPREAD, colour_mode, colour_spread, rgb_to_ycbcr
 from recourse.generation.spaces.critic import ArtifactCritic
+from recourse.generation.spaces.hair import HairSpace, hair_energy
 from recourse.generation.spaces.space import RegionSpace
 from recourse.generation.spaces.templates import SPACE_OF
 from recourse.generation.spaces.warp import to_template
@@ -154,11 +156,36 @@ def counted(tick: bool | None, check: ArtifactCheck | None) -> bool | None:
     return bool(tick) and check.passed
 
 
+def check_hair_edit(original: torch.Tensor, edited: torch.Tensor, space: HairSpace,
+                    points: np.ndarray | None) -> ArtifactCheck:
+    """:func:`check_edit`'s colour readings, and the realism of the edited hair's colour under
+    the hair space (its ``‖z‖²/4`` past the val limit and :data:`RELATIVE_RISE` times the photo's own)."""
+    colours = check_edit(original, edited)
+    limit = space.realism_limit
+    if limit is None or points is None:
+        return colours
+    from recourse.generation.spaces.person import PERSON
+
+    person = PERSON(original[None])[0, 0]
+    after = hair_energy(space, original, edited, points, person)
+    before = hair_energy(space, original, original, points, person)
+    if after is None or before is None:
+        return colours
+    reasons = list(colours.reasons)
+    if worse(after, before, limit, RELATIVE_RISE):
+        reasons.append(f"the edited hair's colour is unlike real hair's ({after:.2f} against at most "
+                       f"{max(limit, before * RELATIVE_RISE):.2f})")
+    return ArtifactCheck(colours.monochrome_kept, colours.novel_colour_share, after, None, None, not reasons,
+                         tuple(reasons))
+
+
 def check_attribute_edit(original: torch.Tensor, edited: torch.Tensor, attribute: str, points: np.ndarray | None,
                          spaces=None) -> ArtifactCheck:
     """:func:`check_edit` with the space and critic of ``attribute``'s part, where
     :class:`~recourse.generation.spaces.bundle.EditSpaces` ``spaces`` has them (colour readings only otherwise)."""
     group = SPACE_OF.get(attribute)
     space = spaces.regions.get(group) if spaces is not None and group else None
+    if isinstance(space, HairSpace):
+        return check_hair_edit(original, edited, space, points)
     critic = spaces.critics.get(group) if spaces is not None and group else None
     return check_edit(original, edited, space, points, critic)

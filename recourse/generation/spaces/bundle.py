@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from recourse.generation.spaces.critic import ArtifactCritic
+from recourse.generation.spaces.hair import HairSpace
 from recourse.generation.spaces.space import RegionSpace
-from recourse.generation.spaces.templates import SPACE_OF, space_of
+from recourse.generation.spaces.templates import HAIR_GROUP, SPACE_OF, space_of
 
 INDEX_FILE = "spaces.json"
 CRITIC_PREFIX = "critic-"
@@ -28,13 +29,13 @@ class EditSpaceError(ValueError):
 
 @dataclass
 class EditSpaces:
-    """The fitted spaces by group name (``mouth``, ``eyes``, ``face``)."""
+    """The fitted spaces by group name (``mouth``, ``eyes``, ``face``: textures; ``hair``: colour)."""
 
-    regions: dict[str, RegionSpace]
+    regions: dict[str, RegionSpace | HairSpace]
     about: dict = field(default_factory=dict)
     critics: dict[str, ArtifactCritic] = field(default_factory=dict)  # by group: the artifact check's
 
-    def for_attribute(self, attribute: str) -> RegionSpace:
+    def for_attribute(self, attribute: str) -> RegionSpace | HairSpace:
         """The space ``attribute`` is edited in (EditSpaceError if it is not fitted)."""
         group = space_of(attribute)
         if group not in self.regions:
@@ -65,7 +66,7 @@ class EditSpaces:
             if not index_file.is_file():
                 raise EditSpaceError(f"{path.name}: not an edit-spaces folder (no {INDEX_FILE})")
             about = _read_index(index_file.read_text())
-            return cls({name: _load(path / name, name) for name in about["groups"]}, about,
+            return cls({name: _load(path / name, name, _kind(name)) for name in about["groups"]}, about,
                        {name: _load(path / f"{CRITIC_PREFIX}{name}", name, ArtifactCritic) for name in about["critics"]})
         from huggingface_hub import hf_hub_download
 
@@ -79,7 +80,7 @@ class EditSpaces:
         regions, critics = {}, {}
         for name in about["groups"]:
             options["subfolder"] = name
-            regions[name] = _load(str(source), name, **options)
+            regions[name] = _load(str(source), name, _kind(name), **options)
         for name in about["critics"]:
             options["subfolder"] = f"{CRITIC_PREFIX}{name}"
             critics[name] = _load(str(source), name, ArtifactCritic, **options)
@@ -98,8 +99,12 @@ def _read_index(text: str) -> dict:
     return {"critics": [], **about}
 
 
+def _kind(group: str) -> type:
+    return HairSpace if group == HAIR_GROUP else RegionSpace
+
+
 def _load(source, name: str, kind=RegionSpace, **options):
-    what = "edit space" if kind is RegionSpace else "artifact critic"
+    what = "artifact critic" if kind is ArtifactCritic else "edit space"
     try:
         model = kind.from_pretrained(source, **_LOAD_OPTIONS, **options)
     except (OSError, ValueError, EnvironmentError) as error:

@@ -46,7 +46,13 @@ SPACES: dict[str, GroupSpec] = {spec.name: spec for spec in (
               attributes=("Young", "Male", "Heavy_Makeup", "Pale_Skin", "Chubby", "Attractive"), region="whole_face"),
 )}
 
+# Hair has no template: its space is one of colour (:mod:`hair`), read on the hair the face shows.
+HAIR_GROUP = "hair"
+HAIR_ATTRIBUTES = ("Black_Hair", "Blond_Hair", "Brown_Hair", "Gray_Hair")
+GROUP_NAMES = (*SPACES, HAIR_GROUP)
+
 SPACE_OF: dict[str, str] = {attribute: spec.name for spec in SPACES.values() for attribute in spec.attributes}
+SPACE_OF.update({attribute: HAIR_GROUP for attribute in HAIR_ATTRIBUTES})
 
 
 def space_of(attribute: str) -> str:
