@@ -53,20 +53,34 @@ def rss_mib(pid: int) -> float:
     return float("nan")
 
 
-def in_process(variant: str, repeats: int) -> None:
+def in_process(variant: str, repeats: int, attribute: str = "Smiling", photos: Path | None = None) -> None:
+    """``repeats`` audits of the gallery's faces, or of the photos in ``photos`` (aligned as
+    uploads are, so the display pictures are made on each photo's crop), each with its display
+    pictures (stage ``pictures``)."""
+    from recourse.render.pictures import display_pictures
+
     share_cores_between_paired_edits()  # as the app does at start-up
-    faces = [torch.from_numpy(np.array(Image.open(p).convert("RGB"))).permute(2, 0, 1).float() / 255
-             for p in sorted(GALLERY.glob("*.png"))]
+    if photos is None:
+        faces = [torch.from_numpy(np.array(Image.open(p).convert("RGB"))).permute(2, 0, 1).float() / 255
+                 for p in sorted(GALLERY.glob("*.png"))]
+    else:
+        faces = [p.read_bytes() for p in sorted(photos.iterdir()) if p.suffix.lower() in (".jpg", ".png")]
     # the minimal recourse (margin 0, no stops): the settings the guide's in-process timings were measured at
     minimal = AuditSettings()
-    audit_image(faces[0], variant=variant, attribute="Smiling", settings=minimal)  # load and warm up
+    audit_image(faces[0], variant=variant, attribute=attribute, settings=minimal)  # load and warm up
     stages: dict[str, list[float]] = {}
     for i in range(repeats):
         REFERENCE_VIEWS.clear()  # each audit from cold, as a new face is (the warm-up's face comes again)
-        result = audit_image(faces[i % len(faces)], variant=variant, attribute="Smiling", settings=minimal)
+        started = time.perf_counter()
+        result = audit_image(faces[i % len(faces)], variant=variant, attribute=attribute, settings=minimal)
+        drawn = time.perf_counter()
+        display_pictures(result)
+        stages.setdefault("audit + pictures", []).append(time.perf_counter() - started)
+        stages.setdefault("pictures", []).append(time.perf_counter() - drawn)
         for name, seconds in result.seconds.items():
             stages.setdefault(name, []).append(seconds)
-    print(f"in process, {repeats} audits of gallery faces ({variant}, Smiling, default settings, "
+    source = "gallery faces" if photos is None else f"photos of {photos}"
+    print(f"in process, {repeats} audits of {source} ({variant}, {attribute}, default settings, "
           f"{torch.get_num_threads()} torch threads):")
     for name, values in stages.items():
         print(f"  {name:16s} median {statistics.median(values):.3f} s  (min {min(values):.3f}, max {max(values):.3f})")
@@ -175,13 +189,15 @@ def main() -> None:
     parser.add_argument("--clients", type=int, default=8)
     parser.add_argument("--seconds", type=float, default=120.0)
     parser.add_argument("--in-process-only", action="store_true", help="only step 1, the audit in this process")
+    parser.add_argument("--attribute", default="Smiling", help="step 1's attribute")
+    parser.add_argument("--photos", type=Path, default=None, help="step 1 on these photos instead of the gallery")
     parser.add_argument("--start-up", type=int, metavar="N",
                         help="only start app.py N times: seconds until it serves and until every model is loaded")
     args = parser.parse_args()
     if args.start_up:
         start_up(args.start_up)
         return
-    in_process(args.variant, args.repeats)
+    in_process(args.variant, args.repeats, args.attribute, args.photos)
     if args.in_process_only:
         return
     with app_process() as (url, process):

@@ -38,11 +38,12 @@ STATISTICS = 4  # mean Y, Cb, Cr; log std of Y
 MIN_HAIR_SHARE = 0.025  # of the frame: less is no hair to recolour
 SKIN_DISTANCE = 3.0  # Mahalanobis distance from the cheeks' colour past which a pixel is not skin
 SKIN_SOFT = 0.75
+HAIR_COLOUR_DISTANCE = 4.0  # robust deviations from the hair's median colour that still count as hair
 EAR_STRICTNESS = 1.8  # times the skin distance a pixel on the ears must be from the cheeks to be hair
 LUMINANCE_SPREAD = 0.06
 DARKER_WEIGHT = 1.0  # luminance standard deviations below the skin's count as chroma distances
 EARLY_STOP = 3
-SHADING_LIMIT = 1.6
+SHADING_LIMIT = 1.35
 FIT_FACES = 6000  # train faces the hair colours are read on (a class of 4%, grey hair, has 240 of them)
 PRIOR_SHARE = 0.25  # of the part spaces' prior weight: 4 statistics, not 64 texture coefficients, carry it
 
@@ -99,6 +100,10 @@ def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor) -
     core = _firm(outside_face * unlike) * above_mouth * _head_width(points, rows, columns, scale, soft)
     if float(core.sum()) < 8:
         return core
+    # a background the segmenter took for the person (a tight crop's sky) is not in the hair's colours
+    core = core * _firm(_in_hair_colours(ycbcr, core, colour_mode(image).monochrome))
+    if float(core.sum()) < 8:
+        return core
     like_hair = 1 - skin_unlike(ycbcr, _samples(ycbcr, core), colour_mode(image).monochrome, lighter_counts=True)
     below_chin = torch.sigmoid((rows - chin) / soft).expand(height, width)
     lower = (_firm(outside_face * unlike * (1 - below_chin + below_chin * like_hair)) * (1 - above_mouth)
@@ -129,6 +134,21 @@ def _head_width(points: np.ndarray, rows: torch.Tensor, columns: torch.Tensor, s
     reach = 1.5 * scale + 1e3 * torch.sigmoid((eyes - rows) / (0.25 * scale))
     width = 0.25 * scale
     return torch.sigmoid((columns - (left - reach)) / width) * torch.sigmoid(((right + reach) - columns) / width)
+
+
+def _in_hair_colours(ycbcr: torch.Tensor, core: torch.Tensor, monochrome: bool) -> torch.Tensor:
+    """``(H, W)`` in [0, 1]: how near each pixel's colour is to the bulk of ``core``'s: a distance in
+    robust deviations (the median absolute deviation's, per channel) from the channels' medians,
+    a soft step at :data:`HAIR_COLOUR_DISTANCE`."""
+    channels = [0] if monochrome else [0, 1, 2]
+    samples = _samples(ycbcr, core)[channels].double()
+    if samples.shape[1] < 8:
+        return torch.ones(ycbcr.shape[-2:])
+    centre = samples.median(dim=1, keepdim=True).values
+    spread = (1.4826 * (samples - centre).abs().median(dim=1, keepdim=True).values).clamp_min(4 / 255)
+    pixels = (ycbcr[channels].flatten(1).double() - centre) / spread
+    distance = pixels.pow(2).sum(0).sqrt().view(ycbcr.shape[-2:])
+    return torch.sigmoid((HAIR_COLOUR_DISTANCE - distance) / SKIN_SOFT).float()
 
 
 def _samples(ycbcr: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
