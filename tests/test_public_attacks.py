@@ -247,7 +247,9 @@ def test_a_jpeg_of_thousands_of_scans_is_refused_at_once_and_named_once_per_scan
     started = time.perf_counter()
     message = _refusal(lambda: _audit(client, handle_file(str(attack))))
     audit_seconds = time.perf_counter() - started
-    assert "2,500 scans" in message and audit_seconds < 5, (message, audit_seconds)
+    # refused before any decode: seconds, where the decode held a worker for 129 s (a bound, not a
+    # timing: the machine may be busy with the flood test's audits)
+    assert "2,500 scans" in message and audit_seconds < 30, (message, audit_seconds)
     with open(attack, "rb") as photo:
         uploaded = httpx.post(f"{url}gradio_api/upload", files={"files": ("scans.jpg", photo.read(), "image/jpeg")},
                               timeout=60).json()[0]

@@ -33,8 +33,8 @@ from recourse.generation.generators import FaceGenerator, default_generator
 from recourse.generation.guidance import CounterfactualConfig, CounterfactualResult, pca_walk
 from recourse.generation.spaces.colour import colour_mode, luminance_only
 from recourse.generation.spaces.glasses import glasses_counterfactuals
-from recourse.generation.spaces.hair import HairSpace, hair_counterfactuals
-from recourse.generation.spaces.steer import space_counterfactuals
+from recourse.generation.spaces.hair import HairSpace
+from recourse.generation.spaces.steer import hair_counterfactuals, space_counterfactuals
 from recourse.metrics import decisions, recourse_cost, validity
 
 Method = Callable[..., torch.Tensor]

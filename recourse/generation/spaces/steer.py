@@ -11,7 +11,8 @@ residual ``r`` (what the space cannot draw: teeth behind lips that close) let go
 counterfactual is the first point on the straight path from the face to that edit where the
 deciding model is past ``margin``, as for every method.
 
-A monochrome face gets the luminance rows of the change only, its own chroma kept.
+A monochrome face gets the luminance rows of the change only, its own chroma kept. Hair colour
+is steered the same way in its own space (:mod:`hair`, :func:`hair_counterfactuals`).
 """
 
 from __future__ import annotations
@@ -26,6 +27,7 @@ from torch import nn
 from recourse.data import ATTRIBUTES
 from recourse.generation.regions import face_landmarks, mask_of_shape
 from recourse.generation.spaces.colour import change_to_rgb, colour_mode, luminance_only
+from recourse.generation.spaces.hair import HairSpace, hair_edit
 from recourse.generation.spaces.space import RegionSpace, tapered_shape
 from recourse.generation.spaces.warp import coverage, from_template
 
@@ -147,6 +149,24 @@ def space_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, si
     for i in range(len(images)):
         image = images[i:i + 1].clone()
         edited = space_edit(space, image, model, index, sign[i:i + 1], config, points[i], bool(found[i]))
+        results.append(smallest_step(image, edited, decider if decider is not None else model, index,
+                                     sign[i:i + 1], config.margin))
+        edits.append(edited)
+    return torch.cat(results), torch.cat(edits)
+
+
+def hair_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
+                         space: HairSpace, decider: nn.Module | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counterfactuals ``(B, 3, H, W)`` and the whole edits they stop on, one face at a time."""
+    from recourse.generation.denoised import smallest_step
+    from recourse.generation.spaces.person import PERSON
+
+    points, _ = face_landmarks(images)
+    people = PERSON(images)
+    results, edits = [], []
+    for i in range(len(images)):
+        image = images[i:i + 1].clone()
+        edited = hair_edit(space, image, model, index, sign[i:i + 1], config, points[i], people[i, 0])
         results.append(smallest_step(image, edited, decider if decider is not None else model, index,
                                      sign[i:i + 1], config.margin))
         edits.append(edited)
