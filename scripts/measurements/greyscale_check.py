@@ -30,7 +30,7 @@ from recourse.data import attribute_index, resize_images
 from recourse.generation import default_generator, generate
 from recourse.generation.spaces.colour import colour_mode, colour_spread
 from recourse.locations import teacher_dir
-from recourse.render.pictures import composite
+from recourse.render.pictures import composite, redrawn_part
 
 
 def spread(image: torch.Tensor) -> float:
@@ -66,7 +66,9 @@ def main(argv: list[str] | None = None) -> None:
                 picture = stop_on_paths(x[None], made.edits, classifier, attribute, torch.tensor([target]),
                                         settings.stops.visible)[0]
                 removing = not target and attribute in product.counterfactual.space_drop_residual
-                shown = composite(display, x, picture, removing=removing) if display is not None else resize_images(picture[None], 256)[0]
+                redrawn = redrawn_part(attribute, target, chosen.counterfactual)
+                shown = (composite(display, x, picture, removing=removing, redrawn=redrawn) if display is not None
+                         else resize_images(picture[None], 256)[0])
                 base = resize_images(display[None], 256)[0] if display is not None else resize_images(x[None], 256)[0]
                 row = {"photo": path.name, "attribute": attribute, "method": method,
                        "photo_spread": spread(x), "edit_spread": spread(picture),

@@ -39,6 +39,7 @@ MIN_HAIR_SHARE = 0.025  # of the frame: less is no hair to recolour
 SKIN_DISTANCE = 3.0  # Mahalanobis distance from the cheeks' colour past which a pixel is not skin
 SKIN_SOFT = 0.75
 HAIR_COLOUR_DISTANCE = 4.0  # robust deviations from the hair's median colour that still count as hair
+FADE_BELOW_CHIN = 0.8  # eye distances below the chin where the recolouring has faded to half
 EAR_STRICTNESS = 1.8  # times the skin distance a pixel on the ears must be from the cheeks to be hair
 LUMINANCE_SPREAD = 0.06
 DARKER_WEIGHT = 1.0  # luminance standard deviations below the skin's count as chroma distances
@@ -106,8 +107,11 @@ def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor) -
         return core
     like_hair = 1 - skin_unlike(ycbcr, _samples(ycbcr, core), colour_mode(image).monochrome, lighter_counts=True)
     below_chin = torch.sigmoid((rows - chin) / soft).expand(height, width)
+    # below the chin, hair and a dark jumper can share a colour: the recolouring fades out over
+    # an eye distance there (hair lighter at the ends reads as hair; a recoloured jumper does not)
+    fade = torch.sigmoid((chin + FADE_BELOW_CHIN * scale - rows) / (0.25 * scale)).expand(height, width)
     lower = (_firm(outside_face * unlike * (1 - below_chin + below_chin * like_hair)) * (1 - above_mouth)
-             * _head_width(points, rows, columns, scale, soft))
+             * _head_width(points, rows, columns, scale, soft) * fade)
     return _feather((core + lower * _hanging_from(core, lower)).clamp(0, 1), height)
 
 
@@ -288,25 +292,6 @@ def hair_edit(space: HairSpace, image: torch.Tensor, model: nn.Module, index: in
     change = steer_hair(space, image, mask, statistics, model, index, sign, config, luminance)
     with torch.no_grad():
         return recolour(image, mask, statistics, change, luminance)
-
-
-def hair_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
-                         space: HairSpace, decider: nn.Module | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Counterfactuals ``(B, 3, H, W)`` and the whole edits they stop on, one face at a time."""
-    from recourse.generation.denoised import smallest_step
-    from recourse.generation.regions import face_landmarks
-    from recourse.generation.spaces.person import PERSON
-
-    points, _ = face_landmarks(images)
-    people = PERSON(images)
-    results, edits = [], []
-    for i in range(len(images)):
-        image = images[i:i + 1].clone()
-        edited = hair_edit(space, image, model, index, sign[i:i + 1], config, points[i], people[i, 0])
-        results.append(smallest_step(image, edited, decider if decider is not None else model, index,
-                                     sign[i:i + 1], config.margin))
-        edits.append(edited)
-    return torch.cat(results), torch.cat(edits)
 
 
 def fit_hair_space(images: np.ndarray, points: np.ndarray, found: np.ndarray, labels: np.ndarray,
