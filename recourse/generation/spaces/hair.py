@@ -31,6 +31,7 @@ from torch import nn
 
 from recourse.data import ATTRIBUTES, to_float_images
 from recourse.generation.regions import GROUPS, mask_of_shape
+from recourse.generation.spaces.coefficients import steer_coefficients
 from recourse.generation.spaces.colour import change_to_rgb, colour_mode, rgb_to_ycbcr
 from recourse.generation.spaces.templates import HAIR_ATTRIBUTES
 
@@ -43,7 +44,6 @@ FADE_BELOW_CHIN = 0.8  # eye distances below the chin where the recolouring has 
 EAR_STRICTNESS = 1.8  # times the skin distance a pixel on the ears must be from the cheeks to be hair
 LUMINANCE_SPREAD = 0.06
 DARKER_WEIGHT = 1.0  # luminance standard deviations below the skin's count as chroma distances
-EARLY_STOP = 3
 SHADING_LIMIT = 1.35
 FIT_FACES = 6000  # train faces the hair colours are read on (a class of 4%, grey hair, has 240 of them)
 PRIOR_SHARE = 0.25  # of the part spaces' prior weight: 4 statistics, not 64 texture coefficients, carry it
@@ -249,36 +249,15 @@ def steer_hair(space: HairSpace, image: torch.Tensor, mask: torch.Tensor, statis
                model: nn.Module, index: int, sign: torch.Tensor, config, luminance: bool) -> torch.Tensor:
     """The change of hair statistics ``(1, 4)`` that ``model`` steers ``image`` to."""
     z0 = space.encode(statistics)[None]
-    others = torch.ones(40, dtype=torch.bool)
-    others[index] = False
-    with torch.no_grad():
-        before = torch.sigmoid(model(image))[:, others]
-    box = config.space_box
-    low = torch.minimum(torch.full_like(z0, -box), z0) - z0
-    high = torch.maximum(torch.full_like(z0, box), z0) - z0
-    if luminance:  # a black-and-white photo: only the luminance statistics may move
-        low[:, 1:3] = 0
-        high[:, 1:3] = 0
+    # a black-and-white photo: only the luminance statistics may move
+    frozen = torch.tensor([False, True, True, False]) if luminance else None
     centre = space.class_mean(ATTRIBUTES[index], int(sign[0] > 0))[None] if config.space_class_prior else 0.0
-    dz = torch.zeros_like(z0, requires_grad=True)
-    optimizer = torch.optim.Adam([dz], lr=config.space_learning_rate)
-    aim = config.margin + config.overshoot
-    past = 0
-    for _ in range(config.space_steps):
-        logits = model(recolour(image, mask, statistics, limit_shading(space.change(dz)), luminance))
-        reach = sign * logits[:, index]
-        past = past + 1 if bool((reach >= aim).all()) else 0
-        if past >= EARLY_STOP:
-            break
-        loss = (F.softplus(aim - reach)
-                + config.preserve_weight * F.binary_cross_entropy_with_logits(logits[:, others], before)
-                + config.space_prior_weight * PRIOR_SHARE * 0.5
-                * (((z0 + dz - centre) ** 2).sum(1) + (dz ** 2).sum(1)) / STATISTICS)
-        (dz.grad,) = torch.autograd.grad(loss.sum(), dz)
-        optimizer.step()
-        with torch.no_grad():
-            dz.copy_(torch.maximum(torch.minimum(dz, high), low))
-    return limit_shading(space.change(dz.detach()))
+    def draw(dz: torch.Tensor) -> torch.Tensor:
+        return recolour(image, mask, statistics, limit_shading(space.change(dz)), luminance)
+
+    weight = config.space_prior_weight * PRIOR_SHARE
+    dz = steer_coefficients(z0, draw, model, index, sign, config, centre, weight, frozen)
+    return limit_shading(space.change(dz))
 
 
 def hair_edit(space: HairSpace, image: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,

@@ -21,17 +21,16 @@ from dataclasses import dataclass
 
 import numpy as np
 import torch
-import torch.nn.functional as F
 from torch import nn
 
 from recourse.data import ATTRIBUTES
 from recourse.generation.regions import face_landmarks, mask_of_shape
+from recourse.generation.spaces.coefficients import steer_coefficients
 from recourse.generation.spaces.colour import change_to_rgb, colour_mode, luminance_only
 from recourse.generation.spaces.hair import HairSpace, hair_edit
 from recourse.generation.spaces.space import RegionSpace, tapered_shape
 from recourse.generation.spaces.warp import coverage, from_template
 
-EARLY_STOP = 3  # consecutive steps past the aim that end the optimisation
 KEEP_TONE = ("face",)  # spaces whose edits keep the part's mean colour (see keep_tone)
 
 
@@ -93,38 +92,14 @@ def steer(space: RegionSpace, image: torch.Tensor, placement: FacePlacement, mod
           sign: torch.Tensor, config, residual_dropped: float = 0.0, luminance: bool = False) -> torch.Tensor:
     """The coefficient change ``(1, K)`` that ``model`` steers ``image`` to (see the module's doc)."""
     z0 = placement.codes
-    others = torch.ones(40, dtype=torch.bool)
-    others[index] = False
-    with torch.no_grad():
-        before = torch.sigmoid(model(image))[:, others]
-    box = config.space_box
-    low = torch.minimum(torch.full_like(z0, -box), z0) - z0
-    high = torch.maximum(torch.full_like(z0, box), z0) - z0
+    frozen = None
     if space.config.group == "face":
-        low[:, :config.face_frozen_modes] = 0
-        high[:, :config.face_frozen_modes] = 0
-    dz = torch.zeros_like(z0, requires_grad=True)
-    optimizer = torch.optim.Adam([dz], lr=config.space_learning_rate)
-    aim = config.margin + config.overshoot
-    components = z0.shape[1]
+        frozen = torch.arange(z0.shape[1]) < config.face_frozen_modes
     # the prior is the target class's: its mean is where the part of a face that has (or lacks)
     # the attribute typically lies
     centre = space.class_mean(ATTRIBUTES[index], int(sign[0] > 0))[None] if config.space_class_prior else 0.0
-    past = 0
-    for _ in range(config.space_steps):
-        logits = model(render(space, image, placement, dz, residual_dropped, luminance))
-        reach = sign * logits[:, index]
-        past = past + 1 if bool((reach >= aim).all()) else 0
-        if past >= EARLY_STOP:
-            break
-        loss = (F.softplus(aim - reach)
-                + config.preserve_weight * F.binary_cross_entropy_with_logits(logits[:, others], before)
-                + config.space_prior_weight * 0.5 * (((z0 + dz - centre) ** 2).sum(1) + (dz ** 2).sum(1)) / components)
-        (dz.grad,) = torch.autograd.grad(loss.sum(), dz)  # the model's own weights gather no gradient
-        optimizer.step()
-        with torch.no_grad():
-            dz.copy_(torch.maximum(torch.minimum(dz, high), low))
-    return dz.detach()
+    return steer_coefficients(z0, lambda dz: render(space, image, placement, dz, residual_dropped, luminance),
+                              model, index, sign, config, centre, config.space_prior_weight, frozen)
 
 
 def space_edit(space: RegionSpace, image: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,

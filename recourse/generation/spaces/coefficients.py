@@ -1,0 +1,54 @@
+"""The one optimisation every space's edit shares: a model steers a face's whitened coefficients.
+
+``Δz`` is optimised (Adam) so that the model's logit passes ``margin + overshoot`` on the target
+side, while the model keeps its view of the other 39 attributes and a Gaussian prior keeps the
+part a likely one (``‖z₀ + Δz − centre‖² + ‖Δz‖²``, per coefficient, ``centre`` the target
+class's mean); every coefficient stays within ``±space_box`` standard deviations (a face already
+outside that box never moves further out), and those that ``frozen`` marks do not move.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+EARLY_STOP = 3  # consecutive steps past the aim that end the optimisation
+
+
+def steer_coefficients(z0: torch.Tensor, draw: Callable[[torch.Tensor], torch.Tensor], model: nn.Module,
+                       index: int, sign: torch.Tensor, config, centre: torch.Tensor | float,
+                       prior_weight: float, frozen: torch.Tensor | None = None) -> torch.Tensor:
+    """``Δz`` ``(1, K)`` for coefficients ``z0`` ``(1, K)``; ``draw(Δz)`` is the edited face the
+    model reads, ``frozen`` ``(K,)`` bool the coefficients kept as they are."""
+    others = torch.ones(40, dtype=torch.bool)
+    others[index] = False
+    with torch.no_grad():
+        before = torch.sigmoid(model(draw(torch.zeros_like(z0))))[:, others]
+    box = config.space_box
+    low = torch.minimum(torch.full_like(z0, -box), z0) - z0
+    high = torch.maximum(torch.full_like(z0, box), z0) - z0
+    if frozen is not None:
+        low[:, frozen] = 0
+        high[:, frozen] = 0
+    dz = torch.zeros_like(z0, requires_grad=True)
+    optimizer = torch.optim.Adam([dz], lr=config.space_learning_rate)
+    aim = config.margin + config.overshoot
+    components = z0.shape[1]
+    past = 0
+    for _ in range(config.space_steps):
+        logits = model(draw(dz))
+        reach = sign * logits[:, index]
+        past = past + 1 if bool((reach >= aim).all()) else 0
+        if past >= EARLY_STOP:
+            break
+        loss = (F.softplus(aim - reach)
+                + config.preserve_weight * F.binary_cross_entropy_with_logits(logits[:, others], before)
+                + prior_weight * 0.5 * (((z0 + dz - centre) ** 2).sum(1) + (dz ** 2).sum(1)) / components)
+        (dz.grad,) = torch.autograd.grad(loss.sum(), dz)  # the model's own weights gather no gradient
+        optimizer.step()
+        with torch.no_grad():
+            dz.copy_(torch.maximum(torch.minimum(dz, high), low))
+    return dz.detach()
