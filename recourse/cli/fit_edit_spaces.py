@@ -82,7 +82,7 @@ def calibrate_hair(space, args: argparse.Namespace, cache_dir) -> None:
     import numpy as np
 
     from recourse.data import load_split, to_float_images
-    from recourse.generation.spaces.hair import hair_energy
+    from recourse.generation.spaces.hair import hair_energy, hair_region
     from recourse.generation.spaces.landmarks import cache_path, split_landmarks
     from recourse.generation.spaces.person import PERSON
 
@@ -94,7 +94,7 @@ def calibrate_hair(space, args: argparse.Namespace, cache_dir) -> None:
         people = PERSON(faces)
         for j in range(len(faces)):
             if found[start + j]:
-                energy = hair_energy(space, faces[j], faces[j], points[start + j], people[j, 0])
+                energy = hair_energy(space, faces[j], hair_region(faces[j], points[start + j], people[j, 0]))
                 if energy is not None:
                     energies.append(energy)
     limit = float(np.percentile(energies, 99))

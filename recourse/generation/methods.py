@@ -90,12 +90,12 @@ GLASSES = "Eyeglasses"  # put on by drawn frames (:mod:`spaces.glasses`), taken 
 def _glasses_or_space(images, model, index, sign, config, space, decider):
     """Frames drawn on the faces that are to wear glasses, the eyes' space for the others."""
     counterfactuals, edits = torch.empty_like(images), torch.empty_like(images)
-    for adding, run in ((True, lambda chosen: glasses_counterfactuals(images[chosen], model, index, config, decider)),
-                        (False, lambda chosen: space_counterfactuals(images[chosen], model, index, sign[chosen], config,
-                                                                     space, decider))):
-        chosen = (sign > 0) if adding else (sign <= 0)
-        if bool(chosen.any()):
-            counterfactuals[chosen], edits[chosen] = run(chosen)
+    adding = sign > 0
+    if bool(adding.any()):
+        counterfactuals[adding], edits[adding] = glasses_counterfactuals(images[adding], model, index, config, decider)
+    if bool((~adding).any()):
+        counterfactuals[~adding], edits[~adding] = space_counterfactuals(images[~adding], model, index, sign[~adding],
+                                                                         config, space, decider)
     return counterfactuals, edits
 
 

@@ -31,7 +31,7 @@ import torch
 
 from recourse.generation.spaces.colour import MONOCHROME_SPREAD, colour_mode, colour_spread, rgb_to_ycbcr
 from recourse.generation.spaces.critic import ArtifactCritic
-from recourse.generation.spaces.hair import HairSpace, hair_energy
+from recourse.generation.spaces.hair import HairSpace, hair_energy, hair_region
 from recourse.generation.spaces.space import RegionSpace
 from recourse.generation.spaces.templates import SPACE_OF
 from recourse.generation.spaces.warp import to_template
@@ -166,9 +166,8 @@ def check_hair_edit(original: torch.Tensor, edited: torch.Tensor, space: HairSpa
         return colours
     from recourse.generation.spaces.person import PERSON
 
-    person = PERSON(original[None])[0, 0]
-    after = hair_energy(space, original, edited, points, person)
-    before = hair_energy(space, original, original, points, person)
+    mask = hair_region(original, points, PERSON(original[None])[0, 0])  # read once, for both
+    after, before = hair_energy(space, edited, mask), hair_energy(space, original, mask)
     if after is None or before is None:
         return colours
     reasons = list(colours.reasons)

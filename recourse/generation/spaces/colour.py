@@ -48,15 +48,6 @@ def colour_spread(images: torch.Tensor) -> torch.Tensor:
     return torch.quantile(spread.flatten(-2).float(), 0.99, dim=-1)
 
 
-@dataclass(frozen=True)
-class ColourMode:
-    """Whether a face is shown without colour (``monochrome``: greyscale or a uniform tint such
-    as sepia) and its channel spread."""
-
-    monochrome: bool
-    spread: float
-
-
 TINT_RESIDUAL = 2.6 / 255  # the largest chroma left unexplained by luminance in a toned print (sepia)
 
 

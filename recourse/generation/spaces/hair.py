@@ -311,11 +311,10 @@ def fit_hair_space(images: np.ndarray, points: np.ndarray, found: np.ndarray, la
     return space
 
 
-def hair_energy(space: HairSpace, original: torch.Tensor, edited: torch.Tensor, points: np.ndarray,
-                person: torch.Tensor) -> float | None:
-    """``‖z‖²/4`` of ``edited``'s hair, read where ``original`` ``(3, H, W)`` shows hair: how unlikely
-    its colour is among real hair (None: no hair)."""
-    statistics = hair_statistics(edited, hair_region(original, points, person))
+def hair_energy(space: HairSpace, image: torch.Tensor, mask: torch.Tensor) -> float | None:
+    """``‖z‖²/4`` of the hair that ``mask`` (the original's hair region) covers on ``image``
+    ``(3, H, W)``: how unlikely its colour is among real hair (None: no hair)."""
+    statistics = hair_statistics(image, mask)
     return None if statistics is None else float((space.encode(statistics) ** 2).mean())
 
 
