@@ -27,9 +27,11 @@ def test_a_faithful_copy_scores_low_and_a_contrary_one_high():
     assert shortlist(faithful + turned, 4) == sorted(turned, key=lambda row: -row.score)  # every contrary row first
 
 
-def test_short_edits_rank_a_twin_that_steers_elsewhere_above_an_identical_one():
+def test_the_audits_own_edits_rank_a_twin_that_steers_elsewhere_above_an_identical_one():
     from types import SimpleNamespace
 
+    from recourse.audit.paired import Student
+    from recourse.audit.result import AuditSettings
     from recourse.audit.screening import screen_by_edits
     from recourse.generation import CounterfactualConfig
     from recourse.generation.spaces.bundle import EditSpaces
@@ -37,10 +39,38 @@ def test_short_edits_rank_a_twin_that_steers_elsewhere_above_an_identical_one():
 
     index = ATTRIBUTES.index("Smiling")
     generator = SimpleNamespace(edit_spaces=EditSpaces({"mouth": synthetic_space()}))
-    config = CounterfactualConfig(method="region-space", space_prior_weight=0.02)
+    settings = AuditSettings(CounterfactualConfig(method="region-space", margin=1.0, space_prior_weight=0.02))
     faces, teacher = smooth_faces(3), MouthBoxModel(index)
-    same = screen_by_edits(["a", "b", "c"], faces, teacher, teacher, teacher, "Smiling", 1.0, config, generator)
+    same = screen_by_edits(["a", "b", "c"], faces, teacher, Student("copy", teacher, teacher), "Smiling", settings,
+                           generator)
     other = MouthBoxModel(index, seed=1)
-    apart = screen_by_edits(["a", "b", "c"], faces, teacher, other, other, "Smiling", 1.0, config, generator)
-    assert all(abs(row.cosine - 1) < 1e-5 for row in same)
+    apart = screen_by_edits(["a", "b", "c"], faces, teacher, Student("other", other, other), "Smiling", settings,
+                            generator)
+    assert all(row.cosine is None or abs(row.cosine - 1) < 1e-5 for row in same)
+    assert all(row.score < 0.01 for row in same)  # a copy makes the same edit: nothing diverges
     assert sum(row.score for row in apart) > sum(row.score for row in same)
+
+
+def test_the_edit_screening_scores_each_face_as_its_full_audit_ranks_it():
+    from types import SimpleNamespace
+
+    from recourse.audit.paired import Student
+    from recourse.audit.result import AuditSettings
+    from recourse.audit.scan import scan_images
+    from recourse.audit.screening import screen_by_edits
+    from recourse.generation import CounterfactualConfig
+    from recourse.generation.spaces.bundle import EditSpaces
+    from tests.spaces_fixtures import MouthBoxModel, smooth_faces, synthetic_space
+
+    index = ATTRIBUTES.index("Smiling")
+    generator = SimpleNamespace(edit_spaces=EditSpaces({"mouth": synthetic_space()}))
+    settings = AuditSettings(CounterfactualConfig(method="region-space", margin=1.0, space_prior_weight=0.02))
+    faces, teacher, other = smooth_faces(4, seed=3), MouthBoxModel(index), MouthBoxModel(index, seed=2)
+    student = Student("other", other, other)
+    files = ["a", "b", "c", "d"]
+    together = screen_by_edits(files, faces, teacher, student, "Smiling", settings, generator)
+    for i, row in enumerate(together):
+        *_, (_, _, cases) = scan_images((files[i],), [faces[i]], "other", "Smiling", settings, teacher=teacher,
+                                        student=student, generator=generator, judge=None)
+        audited = -1.0 if cases[0].divergence is None else cases[0].divergence
+        assert abs(row.score - audited) < 1e-4, (files[i], row.score, audited)

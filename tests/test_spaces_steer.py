@@ -9,7 +9,7 @@ from recourse.generation.methods import generate
 from recourse.generation.regions import MEAN_LANDMARKS_64
 from recourse.generation.spaces.bundle import EditSpaces
 from recourse.generation.spaces.colour import colour_spread
-from recourse.generation.spaces.steer import place, render, space_edit
+from recourse.generation.spaces.steer import place, render, space_edits
 from tests.spaces_fixtures import MouthBoxModel, smooth_faces, synthetic_space
 
 SMILING = attribute_index("Smiling")
@@ -23,13 +23,13 @@ def _generator(space):
 def test_a_zero_change_returns_the_face_exactly():
     space, image = synthetic_space(), smooth_faces(1)
     placement = place(space, image, MEAN_LANDMARKS_64, True)
-    assert torch.equal(render(space, image, placement, torch.zeros(1, 8)), image)
+    assert torch.equal(render(space, image, [placement], torch.zeros(1, 8)), image)
 
 
 def test_the_edit_stays_inside_the_region():
     space, image = synthetic_space(), smooth_faces(1)
     placement = place(space, image, MEAN_LANDMARKS_64, True)
-    edited = render(space, image, placement, torch.full((1, 8), 2.0))
+    edited = render(space, image, [placement], torch.full((1, 8), 2.0))
     changed = (edited - image).abs().amax(dim=1)[0] > 1e-6
     assert changed.any()
     assert not bool(changed[placement.alpha[0, 0] == 0].any())
@@ -50,8 +50,8 @@ def test_a_model_flips_its_own_edit_in_the_space():
 def test_a_monochrome_face_stays_monochrome():
     space = synthetic_space()
     grey = smooth_faces(1)[:, :1].expand(-1, 3, -1, -1).contiguous()
-    edited = space_edit(space, grey, MouthBoxModel(SMILING), SMILING, torch.tensor([1.0]), CONFIG,
-                        MEAN_LANDMARKS_64, True)
+    edited = space_edits(space, grey, MouthBoxModel(SMILING), SMILING, torch.tensor([1.0]), CONFIG,
+                         MEAN_LANDMARKS_64[None], np.array([True]))
     assert not torch.equal(edited, grey)
     assert float(colour_spread(edited)[0]) <= 1 / 255
 
@@ -62,6 +62,18 @@ def test_the_same_task_gives_the_same_edit():
     first = generate(faces, model, "Smiling", 1, CONFIG, _generator(space))
     second = generate(faces.flip(0), model, "Smiling", 1, CONFIG, _generator(space))
     assert torch.equal(first.images, second.images.flip(0))
+
+
+def test_faces_steered_together_are_each_edited_as_if_alone():
+    space, faces = synthetic_space(), smooth_faces(3)
+    model = MouthBoxModel(SMILING)
+    sign = torch.tensor([1.0, -1.0, 1.0])  # the faces stop after different numbers of steps
+    points, found = np.repeat(MEAN_LANDMARKS_64[None], 3, axis=0), np.ones(3, bool)
+    together = space_edits(space, faces, model, SMILING, sign, CONFIG, points, found)
+    for i in range(3):
+        alone = space_edits(space, faces[i:i + 1], model, SMILING, sign[i:i + 1], CONFIG, points[i:i + 1],
+                            found[i:i + 1])
+        assert torch.allclose(together[i:i + 1], alone, atol=1e-5)
 
 
 def test_an_attribute_of_no_fitted_space_gets_the_pixel_edit_and_says_so():

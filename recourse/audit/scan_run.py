@@ -25,7 +25,7 @@ import torch
 from recourse.audit.photo_folder import Skipped, frame_photo, image_files, is_celeba_folder
 from recourse.audit.result import AuditSettings, product_settings
 from recourse.audit.screening import (
-    PATH_STEP_CHANGE, PATH_STEPS, SCREEN_SPACE_STEPS, ScreenRow, screen, screen_by_edits, shortlist,
+    PATH_STEP_CHANGE, PATH_STEPS, ScreenRow, screen, screen_by_edits, shortlist,
 )
 from recourse.progress import Progress, silent
 
@@ -45,7 +45,7 @@ class ScanPlan:
     split: str = "test"  # a CelebA folder's split; other folders have none
     shard_size: int = 64
     out: Path | None = None  # where shards and audits are kept (resumable); None: nothing kept
-    # "edits": short edits of the audit's own kind (recourse.audit.screening.screen_by_edits), where
+    # "edits": the audit's own edits, a shard at a time (recourse.audit.screening.screen_by_edits), where
     # the attribute's edit is a region-space one; "gradients": the models' input gradients only
     screening: str = "edits"
 
@@ -156,8 +156,7 @@ def screen_shard(plan: ScanPlan, names: list[str], frame, teacher, student, gene
     if files:
         batch, margin = torch.stack(images), numbers_margin(plan.settings)
         if screens_by_edits(plan, generator):
-            screened = screen_by_edits(files, batch, teacher, student.twin, student.decider, plan.attribute, margin,
-                                       plan.settings.edit_config, generator)
+            screened = screen_by_edits(files, batch, teacher, student, plan.attribute, plan.settings, generator)
         else:
             screened = screen(files, batch, teacher, student.twin, student.decider, plan.attribute, margin)
         rows = [row.to_dict() for row in screened]
@@ -165,8 +164,8 @@ def screen_shard(plan: ScanPlan, names: list[str], frame, teacher, student, gene
 
 
 def screens_by_edits(plan: ScanPlan, generator) -> bool:
-    """Whether the plan's screening makes short edits: asked for, and the attribute's audit edit
-    is a region-space one (a pixel edit costs too much to screen with)."""
+    """Whether the plan's screening makes the audit's own edits, a shard at a time: asked for, and
+    the attribute's audit edit is a region-space one (a pixel edit costs too much to screen with)."""
     from recourse.generation.methods import edit_kind
 
     return (plan.screening == "edits" and generator is not None
@@ -219,7 +218,7 @@ def _screening(plan, state, names, frame, teacher, student, progress, generator=
     mine = list(range(state.process_index, len(shards), state.num_processes))
     done, made = [], 0
     for count, index in enumerate(mine, 1):
-        how = ("edits", SCREEN_SPACE_STEPS, asdict(plan.settings.edit_config)) if screens_by_edits(plan, generator) \
+        how = ("audit edits", plan.settings.to_dict()) if screens_by_edits(plan, generator) \
             else ("gradients", PATH_STEPS, PATH_STEP_CHANGE)
         key = _key("screen", plan.variant, plan.attribute, margin, *how, shards[index])
         path = None if plan.out is None else plan.out / "screen" / f"shard-{index:05d}.json"

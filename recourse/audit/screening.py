@@ -13,13 +13,12 @@ full-precision decision, it reads:
   signed logit at that point (negative: it rejects what convinced the original), and whether
   the compressed model crosses its own boundary at all along its own path.
 
-:func:`screen_by_edits` looks closer, where the audit's edit is cheap (a region-space edit:
-each model steers a few coefficients of a face part's space): both models make the audit's
-own kind of edit with a fraction of its steps (:data:`SCREEN_SPACE_STEPS`), and the same three
-readings are taken at the audit's margin on those edits (the compressed model's logit on the
-original's edit, its own edit's reach, the cosine of the two changes).
+:func:`screen_by_edits` looks through the audit's own edits where they are cheap (a region-space
+edit: each model steers a few coefficients of a face part's space), a whole batch of faces at
+once and without the judge or the pictures: the same numbers as the audit's, scored as the audit
+ranks (measured: ``scripts.measurements.screening_recall``).
 
-The score mirrors the full audit's ranking (``recourse.audit.scan.divergence_score``: a rejected
+The gradient screening's score mirrors the full audit's ranking (``recourse.audit.scan.divergence_score``: a rejected
 recourse, a missing recourse, the direction gap), each term made continuous so that faces
 rank without ties: ``σ(−s_g(x_f)) + σ(−s_g(x_g)) + (1 − cos)/2``.
 """
@@ -107,44 +106,52 @@ def screen(files: list[str], images: torch.Tensor, teacher: nn.Module, twin: nn.
     return rows
 
 
-SCREEN_SPACE_STEPS = 10  # of the audit's 40: the screening's edits
+def screen_by_edits(files: list[str], images: torch.Tensor, teacher: nn.Module, student, attribute: str,
+                    settings, generator) -> list[ScreenRow]:
+    """The first look through the audit's own edits, a whole batch at once: both models' edits
+    made together (each face as if alone: :func:`recourse.generation.spaces.coefficients.steer_coefficients`),
+    read at the audit's numbers' stop and scored as a full audit ranks
+    (:func:`recourse.audit.scan.divergence_score`; −1 where the audit gives no score), without
+    the judge, the visible stop's pictures or the rounding of one face at a time (a batch's
+    convolutions round differently, which a quantized twin can amplify a little: the full audits
+    of the shortlist are what a scan reports). ``student``: :class:`recourse.audit.paired.Student`;
+    ``settings``: the audit's :class:`recourse.audit.result.AuditSettings`.
 
-
-def screen_by_edits(files: list[str], images: torch.Tensor, teacher: nn.Module, twin: nn.Module | None,
-                    decider: nn.Module, attribute: str, margin: float, config, generator) -> list[ScreenRow]:
-    """The first look through short edits of the audit's own kind (``config``: the audit's edit
-    settings, its steps cut to :data:`SCREEN_SPACE_STEPS`). ``twin`` None: a black box, whose
-    edit is steered by the original's gradient and decided by ``decider``."""
+    Fields of each row: ``cosine`` is DirSim_i / 100 (None where undefined), ``teacher_reach`` 1
+    where the original's own recourse is valid, ``student_at_teacher`` the compressed model's
+    signed logit on the original's counterfactual, ``student_own_end`` its signed logit on its
+    own, less the margin."""
     from dataclasses import replace
 
-    from recourse.audit.paired import stop_on_paths
-    from recourse.generation import generate
+    from recourse.audit.paired import flip_targets, paired_recourse, read_stops
+    from recourse.audit.pipeline import attribute_settings
+    from recourse.audit.scan import divergence_score
 
     index = attribute_index(attribute)
+    settings = attribute_settings(settings, attribute, generator)
+    stops = settings.stops
+    if stops is not None:  # the screening reads the numbers only: the pictures at the numbers' stop
+        stops = replace(stops, visible=stops.numbers)
+    margin = stops.numbers if stops is not None else settings.counterfactual.margin
+    targets = flip_targets(teacher, images, attribute)
+    sign = targets.float() * 2 - 1
+    paired = paired_recourse(images, attribute, targets, teacher, student, settings.edit_config, generator,
+                             seeds=(settings.counterfactual.seed,) * len(images))
+    stopped = read_stops(images, attribute, targets, teacher, student, paired, stops)
     with torch.no_grad():
         teacher_logits = teacher(images)[:, index]
-        student_logits = decider(images)[:, index]
-    targets = (teacher_logits < 0).long()
-    sign = targets.float() * 2 - 1
-    short = replace(config, space_steps=min(config.space_steps, SCREEN_SPACE_STEPS))
-    seeds = (config.seed,) * len(images)
-    teacher_edits = generate(images, teacher, attribute, targets, short, generator, seeds=seeds).edits
-    student_edits = generate(images, twin if twin is not None else teacher, attribute, targets, short, generator,
-                             seeds=seeds, decider=decider).edits
-    teacher_at = stop_on_paths(images, teacher_edits, teacher, attribute, targets, margin)
-    student_at = stop_on_paths(images, student_edits, decider, attribute, targets, margin)
-    with torch.no_grad():
-        on_teacher = decider(teacher_at)[:, index] * sign
-        own = decider(student_at)[:, index] * sign - margin
-        reached = teacher(teacher_at)[:, index] * sign >= margin
-    cosine = nn.functional.cosine_similarity((teacher_at - images).flatten(1), (student_at - images).flatten(1), dim=1)
+        student_logits = student.decider(images)[:, index]
+        on_teacher = student.decider(stopped.teacher_pictures)[:, index] * sign
+        own = student.decider(stopped.student_pictures)[:, index] * sign - margin
     rows = []
     for i, file in enumerate(files):
-        score = float(torch.sigmoid(-on_teacher[i]) + torch.sigmoid(-own[i])) + (1 - float(cosine[i])) / 2
+        recourse = stopped.columns.image(i)
+        score = divergence_score(recourse, float(teacher_logits[i]))
         rows.append(ScreenRow(file, int(targets[i]), float(teacher_logits[i] * sign[i]),
-                              float(student_logits[i] * sign[i]), float(cosine[i]),
-                              SCREEN_SPACE_STEPS if bool(reached[i]) else None, float(on_teacher[i]), float(own[i]),
-                              score))
+                              float(student_logits[i] * sign[i]),
+                              None if recourse.dirsim is None else recourse.dirsim / 100,
+                              1 if recourse.teacher_valid else None, float(on_teacher[i]), float(own[i]),
+                              -1.0 if score is None else score))
     return rows
 
 

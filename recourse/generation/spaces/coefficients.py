@@ -21,8 +21,13 @@ EARLY_STOP = 3  # consecutive steps past the aim that end the optimisation
 def steer_coefficients(z0: torch.Tensor, draw: Callable[[torch.Tensor], torch.Tensor], model: nn.Module,
                        index: int, sign: torch.Tensor, config, centre: torch.Tensor | float,
                        prior_weight: float, frozen: torch.Tensor | None = None) -> torch.Tensor:
-    """``Δz`` ``(1, K)`` for coefficients ``z0`` ``(1, K)``; ``draw(Δz)`` is the edited face the
-    model reads, ``frozen`` ``(K,)`` bool the coefficients kept as they are."""
+    """``Δz`` ``(B, K)`` for the coefficients ``z0`` ``(B, K)`` of ``B`` faces; ``draw(Δz)`` is the
+    edited faces the model reads, ``sign`` ``(B,)`` each face's target side, ``centre`` a float or
+    ``(B, K)``, ``frozen`` ``(K,)`` bool the coefficients kept as they are.
+
+    The faces are steered together but each as if alone: the loss is a sum of per-face terms,
+    Adam's update is elementwise, and a face that has passed the aim for :data:`EARLY_STOP` steps
+    stops moving while the others go on."""
     others = torch.ones(40, dtype=torch.bool)
     others[index] = False
     with torch.no_grad():
@@ -37,18 +42,21 @@ def steer_coefficients(z0: torch.Tensor, draw: Callable[[torch.Tensor], torch.Te
     optimizer = torch.optim.Adam([dz], lr=config.space_learning_rate)
     aim = config.margin + config.overshoot
     components = z0.shape[1]
-    past = 0
+    past = torch.zeros(len(z0), dtype=torch.long)
     for _ in range(config.space_steps):
         logits = model(draw(dz))
         reach = sign * logits[:, index]
-        past = past + 1 if bool((reach >= aim).all()) else 0
-        if past >= EARLY_STOP:
+        past = torch.where(reach.detach() >= aim, past + 1, torch.zeros_like(past))
+        moving = past < EARLY_STOP
+        if not bool(moving.any()):
             break
         loss = (F.softplus(aim - reach)
-                + config.preserve_weight * F.binary_cross_entropy_with_logits(logits[:, others], before)
+                + config.preserve_weight * F.binary_cross_entropy_with_logits(logits[:, others], before,
+                                                                              reduction="none").mean(1)
                 + prior_weight * 0.5 * (((z0 + dz - centre) ** 2).sum(1) + (dz ** 2).sum(1)) / components)
         (dz.grad,) = torch.autograd.grad(loss.sum(), dz)  # the model's own weights gather no gradient
+        held = dz.detach().clone()
         optimizer.step()
         with torch.no_grad():
-            dz.copy_(torch.maximum(torch.minimum(dz, high), low))
+            dz.copy_(torch.where(moving[:, None], torch.maximum(torch.minimum(dz, high), low), held))
     return dz.detach()

@@ -72,62 +72,73 @@ def keep_tone(change: torch.Tensor, taper: torch.Tensor) -> torch.Tensor:
     return change - (change * weights).sum(dim=(-2, -1), keepdim=True) * (taper > 0)
 
 
-def render(space: RegionSpace, image: torch.Tensor, placement: FacePlacement, dz: torch.Tensor,
-           residual_dropped: float = 0.0, luminance: bool = False) -> torch.Tensor:
-    """``image`` ``(1, 3, H, W)`` with the coefficient change ``dz`` ``(1, K)`` applied in its region,
-    and ``residual_dropped`` of the face's own residual let go there."""
+def render(space: RegionSpace, images: torch.Tensor, placements: list[FacePlacement], dz: torch.Tensor,
+           residual_dropped: torch.Tensor | float = 0.0, luminance: bool = False) -> torch.Tensor:
+    """``images`` ``(B, 3, H, W)`` with the coefficient changes ``dz`` ``(B, K)`` applied in each
+    face's region (``placements``, one a face), and ``residual_dropped`` (a float or ``(B,)``) of
+    each face's own residual let go there."""
     change = space.change(dz)
     if space.config.group in KEEP_TONE:
         change = keep_tone(change, space.taper.float())
-    if residual_dropped:
-        change = change - residual_dropped * placement.residual.view_as(change)
-    if placement.monochrome or luminance:
-        change = change * torch.tensor([1.0, 0.0, 0.0], dtype=change.dtype)[:, None, None]
-    box = tuple(space.config.box)
-    face_change = from_template(change_to_rgb(change), [placement.affine], box, tuple(image.shape[-2:]))
-    return (image + placement.alpha * face_change).clamp(0, 1)
+    luminance_rows = torch.tensor([1.0, 0.0, 0.0], dtype=change.dtype)[:, None, None]
+    only_luminance = torch.tensor([luminance or placement.monochrome for placement in placements])[:, None, None, None]
+    box, size = tuple(space.config.box), tuple(images.shape[-2:])
+    affines = [placement.affine for placement in placements]
+
+    def on_faces(template_change: torch.Tensor) -> torch.Tensor:
+        template_change = torch.where(only_luminance, template_change * luminance_rows, template_change)
+        return from_template(change_to_rgb(template_change), affines, box, size)
+
+    dropped = torch.as_tensor(residual_dropped, dtype=change.dtype).reshape(-1, 1, 1, 1)
+    if bool((dropped != 0).any()):
+        residuals = torch.cat([placement.residual for placement in placements]).view_as(change)
+        change = change - dropped * residuals
+    alpha = torch.cat([placement.alpha for placement in placements])
+    return (images + alpha * on_faces(change)).clamp(0, 1)
 
 
-def steer(space: RegionSpace, image: torch.Tensor, placement: FacePlacement, model: nn.Module, index: int,
-          sign: torch.Tensor, config, residual_dropped: float = 0.0, luminance: bool = False) -> torch.Tensor:
-    """The coefficient change ``(1, K)`` that ``model`` steers ``image`` to (see the module's doc)."""
-    z0 = placement.codes
+def steer(space: RegionSpace, images: torch.Tensor, placements: list[FacePlacement], model: nn.Module, index: int,
+          sign: torch.Tensor, config, residual_dropped: torch.Tensor | float = 0.0,
+          luminance: bool = False) -> torch.Tensor:
+    """The coefficient changes ``(B, K)`` that ``model`` steers ``images`` to (see the module's doc)."""
+    z0 = torch.cat([placement.codes for placement in placements])
     frozen = None
     if space.config.group == "face":
         frozen = torch.arange(z0.shape[1]) < config.face_frozen_modes
     # the prior is the target class's: its mean is where the part of a face that has (or lacks)
     # the attribute typically lies
-    centre = space.class_mean(ATTRIBUTES[index], int(sign[0] > 0))[None] if config.space_class_prior else 0.0
-    return steer_coefficients(z0, lambda dz: render(space, image, placement, dz, residual_dropped, luminance),
+    centre = (torch.stack([space.class_mean(ATTRIBUTES[index], int(side > 0)) for side in sign])
+              if config.space_class_prior else 0.0)
+    return steer_coefficients(z0, lambda dz: render(space, images, placements, dz, residual_dropped, luminance),
                               model, index, sign, config, centre, config.space_prior_weight, frozen)
 
 
-def space_edit(space: RegionSpace, image: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
-               config, points: np.ndarray, found: bool) -> torch.Tensor:
-    """The whole edit ``(1, 3, H, W)`` of one face, aiming at ``margin + overshoot``."""
-    placement = place(space, image, points, found)
-    kept = 0.0 if bool(sign[0] < 0) and ATTRIBUTES[index] in config.space_drop_residual else 1.0
+def space_edits(space: RegionSpace, images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
+                config, points: np.ndarray, found: np.ndarray) -> torch.Tensor:
+    """The whole edits ``(B, 3, H, W)`` of ``images``, each aiming at ``margin + overshoot``; the
+    faces are steered together, each as if alone (:func:`steer_coefficients`)."""
+    placements = [place(space, images[i:i + 1], points[i], bool(found[i])) for i in range(len(images))]
+    drops = ATTRIBUTES[index] in config.space_drop_residual
+    residual_dropped = ((sign < 0) & drops).to(images.dtype)
     luminance = ATTRIBUTES[index] in config.space_luminance_only
-    dz = steer(space, image, placement, model, index, sign, config, 1 - kept, luminance)
+    dz = steer(space, images, placements, model, index, sign, config, residual_dropped, luminance)
     with torch.no_grad():
-        edited = render(space, image, placement, dz, 1 - kept, luminance)
-    return luminance_only(image, edited) if placement.monochrome else edited
+        edited = render(space, images, placements, dz, residual_dropped, luminance)
+    monochrome = torch.tensor([placement.monochrome for placement in placements])
+    return torch.where(monochrome[:, None, None, None], luminance_only(images, edited), edited)
 
 
 def space_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
                           space: RegionSpace, decider: nn.Module | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Counterfactuals ``(B, 3, H, W)`` and the whole edits they stop on, one face at a time."""
+    """Counterfactuals ``(B, 3, H, W)`` and the whole edits they stop on; each face stopped on its own path."""
     from recourse.generation.denoised import smallest_step
 
     points, found = face_landmarks(images)
-    results, edits = [], []
-    for i in range(len(images)):
-        image = images[i:i + 1].clone()
-        edited = space_edit(space, image, model, index, sign[i:i + 1], config, points[i], bool(found[i]))
-        results.append(smallest_step(image, edited, decider if decider is not None else model, index,
-                                     sign[i:i + 1], config.margin))
-        edits.append(edited)
-    return torch.cat(results), torch.cat(edits)
+    edits = space_edits(space, images, model, index, sign, config, points, found)
+    deciding = decider if decider is not None else model
+    results = [smallest_step(images[i:i + 1], edits[i:i + 1], deciding, index, sign[i:i + 1], config.margin)
+               for i in range(len(images))]
+    return torch.cat(results), edits
 
 
 def hair_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
