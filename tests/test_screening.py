@@ -37,14 +37,14 @@ def test_the_audits_own_edits_rank_a_twin_that_steers_elsewhere_above_an_identic
     from recourse.generation.spaces.bundle import EditSpaces
     from tests.spaces_fixtures import MouthBoxModel, smooth_faces, synthetic_space
 
-    index = ATTRIBUTES.index("Smiling")
+    index = ATTRIBUTES.index("Wearing_Lipstick")
     generator = SimpleNamespace(edit_spaces=EditSpaces({"mouth": synthetic_space()}))
     settings = AuditSettings(CounterfactualConfig(method="region-space", margin=1.0, space_prior_weight=0.02))
     faces, teacher = smooth_faces(3), MouthBoxModel(index)
-    same = screen_by_edits(["a", "b", "c"], faces, teacher, Student("copy", teacher, teacher), "Smiling", settings,
+    same = screen_by_edits(["a", "b", "c"], faces, teacher, Student("copy", teacher, teacher), "Wearing_Lipstick", settings,
                            generator)
     other = MouthBoxModel(index, seed=1)
-    apart = screen_by_edits(["a", "b", "c"], faces, teacher, Student("other", other, other), "Smiling", settings,
+    apart = screen_by_edits(["a", "b", "c"], faces, teacher, Student("other", other, other), "Wearing_Lipstick", settings,
                             generator)
     assert all(row.cosine is None or abs(row.cosine - 1) < 1e-5 for row in same)
     assert all(row.score < 0.01 for row in same)  # a copy makes the same edit: nothing diverges
@@ -62,15 +62,15 @@ def test_the_edit_screening_scores_each_face_as_its_full_audit_ranks_it():
     from recourse.generation.spaces.bundle import EditSpaces
     from tests.spaces_fixtures import MouthBoxModel, smooth_faces, synthetic_space
 
-    index = ATTRIBUTES.index("Smiling")
+    index = ATTRIBUTES.index("Wearing_Lipstick")
     generator = SimpleNamespace(edit_spaces=EditSpaces({"mouth": synthetic_space()}))
     settings = AuditSettings(CounterfactualConfig(method="region-space", margin=1.0, space_prior_weight=0.02))
     faces, teacher, other = smooth_faces(4, seed=3), MouthBoxModel(index), MouthBoxModel(index, seed=2)
     student = Student("other", other, other)
     files = ["a", "b", "c", "d"]
-    together = screen_by_edits(files, faces, teacher, student, "Smiling", settings, generator)
+    together = screen_by_edits(files, faces, teacher, student, "Wearing_Lipstick", settings, generator)
     for i, row in enumerate(together):
-        *_, (_, _, cases) = scan_images((files[i],), [faces[i]], "other", "Smiling", settings, teacher=teacher,
+        *_, (_, _, cases) = scan_images((files[i],), [faces[i]], "other", "Wearing_Lipstick", settings, teacher=teacher,
                                         student=student, generator=generator, judge=None)
         audited = -1.0 if cases[0].divergence is None else cases[0].divergence
         assert abs(row.score - audited) < 1e-4, (files[i], row.score, audited)

@@ -12,7 +12,7 @@ from recourse.generation.spaces.colour import colour_spread
 from recourse.generation.spaces.steer import place, render, space_edits
 from tests.spaces_fixtures import MouthBoxModel, smooth_faces, synthetic_space
 
-SMILING = attribute_index("Smiling")
+LIPSTICK = attribute_index("Wearing_Lipstick")
 CONFIG = CounterfactualConfig(method="region-space", margin=1.0, overshoot=1.0, space_prior_weight=0.02)
 
 
@@ -38,11 +38,11 @@ def test_the_edit_stays_inside_the_region():
 
 def test_a_model_flips_its_own_edit_in_the_space():
     space, faces = synthetic_space(), smooth_faces(2)
-    model = MouthBoxModel(SMILING)
+    model = MouthBoxModel(LIPSTICK)
     with torch.no_grad():
-        before = model(faces)[:, SMILING]
+        before = model(faces)[:, LIPSTICK]
     target = (before < 0).long()
-    result = generate(faces, model, "Smiling", target, CONFIG, _generator(space))
+    result = generate(faces, model, "Wearing_Lipstick", target, CONFIG, _generator(space))
     assert bool(result.valid.all())
     assert (result.images[:, :, :30] == faces[:, :, :30]).all()
 
@@ -50,7 +50,7 @@ def test_a_model_flips_its_own_edit_in_the_space():
 def test_a_monochrome_face_stays_monochrome():
     space = synthetic_space()
     grey = smooth_faces(1)[:, :1].expand(-1, 3, -1, -1).contiguous()
-    edited = space_edits(space, grey, MouthBoxModel(SMILING), SMILING, torch.tensor([1.0]), CONFIG,
+    edited = space_edits(space, grey, MouthBoxModel(LIPSTICK), LIPSTICK, torch.tensor([1.0]), CONFIG,
                          MEAN_LANDMARKS_64[None], np.array([True]))
     assert not torch.equal(edited, grey)
     assert float(colour_spread(edited)[0]) <= 1 / 255
@@ -58,20 +58,20 @@ def test_a_monochrome_face_stays_monochrome():
 
 def test_the_same_task_gives_the_same_edit():
     space, faces = synthetic_space(), smooth_faces(2)
-    model = MouthBoxModel(SMILING)
-    first = generate(faces, model, "Smiling", 1, CONFIG, _generator(space))
-    second = generate(faces.flip(0), model, "Smiling", 1, CONFIG, _generator(space))
+    model = MouthBoxModel(LIPSTICK)
+    first = generate(faces, model, "Wearing_Lipstick", 1, CONFIG, _generator(space))
+    second = generate(faces.flip(0), model, "Wearing_Lipstick", 1, CONFIG, _generator(space))
     assert torch.equal(first.images, second.images.flip(0))
 
 
 def test_faces_steered_together_are_each_edited_as_if_alone():
     space, faces = synthetic_space(), smooth_faces(3)
-    model = MouthBoxModel(SMILING)
+    model = MouthBoxModel(LIPSTICK)
     sign = torch.tensor([1.0, -1.0, 1.0])  # the faces stop after different numbers of steps
     points, found = np.repeat(MEAN_LANDMARKS_64[None], 3, axis=0), np.ones(3, bool)
-    together = space_edits(space, faces, model, SMILING, sign, CONFIG, points, found)
+    together = space_edits(space, faces, model, LIPSTICK, sign, CONFIG, points, found)
     for i in range(3):
-        alone = space_edits(space, faces[i:i + 1], model, SMILING, sign[i:i + 1], CONFIG, points[i:i + 1],
+        alone = space_edits(space, faces[i:i + 1], model, LIPSTICK, sign[i:i + 1], CONFIG, points[i:i + 1],
                             found[i:i + 1])
         assert torch.allclose(together[i:i + 1], alone, atol=1e-5)
 
@@ -80,10 +80,10 @@ def test_an_attribute_of_no_fitted_space_gets_the_pixel_edit_and_says_so():
     from recourse.generation.methods import edit_kind
 
     generator = _generator(synthetic_space())
-    assert edit_kind(CONFIG, "Smiling", generator) == "region-space"
+    assert edit_kind(CONFIG, "Wearing_Lipstick", generator) == "region-space"
     assert edit_kind(CONFIG, "Eyeglasses", generator) == "denoised"
     try:  # the synthetic generator has no face denoiser: the fallback's own error names it
-        generate(smooth_faces(1), MouthBoxModel(SMILING), "Eyeglasses", 1, CONFIG, generator)
+        generate(smooth_faces(1), MouthBoxModel(LIPSTICK), "Eyeglasses", 1, CONFIG, generator)
     except ValueError as error:
         assert "face denoiser" in str(error)
     else:
@@ -92,8 +92,8 @@ def test_an_attribute_of_no_fitted_space_gets_the_pixel_edit_and_says_so():
 
 def test_the_model_gathers_no_gradient():
     space, faces = synthetic_space(), smooth_faces(1)
-    model = MouthBoxModel(SMILING)
-    generate(faces, model, "Smiling", 1, CONFIG, _generator(space))
+    model = MouthBoxModel(LIPSTICK)
+    generate(faces, model, "Wearing_Lipstick", 1, CONFIG, _generator(space))
     assert all(parameter.grad is None for parameter in model.parameters())
 
 
@@ -108,9 +108,9 @@ def test_a_grey_face_edited_by_any_method_keeps_its_chroma():
     methods.METHODS["test-colouring"] = colouring
     try:
         config = CounterfactualConfig(method="test-colouring")
-        result = generate(grey, MouthBoxModel(SMILING), "Smiling", 1, config, SimpleNamespace())
+        result = generate(grey, MouthBoxModel(LIPSTICK), "Wearing_Lipstick", 1, config, SimpleNamespace())
         assert float(colour_spread(result.images)[0]) <= 1 / 255
-        off = generate(grey, MouthBoxModel(SMILING), "Smiling", 1,
+        off = generate(grey, MouthBoxModel(LIPSTICK), "Wearing_Lipstick", 1,
                        CounterfactualConfig(method="test-colouring", keep_monochrome=False), SimpleNamespace())
         assert float(colour_spread(off.images)[0]) > 0.1
     finally:

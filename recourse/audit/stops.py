@@ -164,6 +164,11 @@ def for_attribute(stops: AuditStops, attribute: str, edit_kind: str) -> AuditSto
     else:
         visible = round(sum(chosen.values()) / len(chosen), 1)
         where = f"no independent judge reads {attribute}: the mean of the judged attributes' stops, from {source}"
-    return AuditStops(benchmark=stops.benchmark, visible=visible, edit=max(stops.edit, visible),
+    # a warp's straight path cross-fades two mouths away from its end: a moved part's whole edit
+    # aims at its picture's stop, so that the picture is (almost) the warp itself
+    from recourse.generation.spaces.templates import MOUTH_SHAPE_GROUP, SPACE_OF
+
+    edit = max(stops.benchmark, visible) if SPACE_OF.get(attribute) == MOUTH_SHAPE_GROUP else max(stops.edit, visible)
+    return AuditStops(benchmark=stops.benchmark, visible=visible, edit=edit,
                       numbers_at=stops.numbers_at, boundary=stops.boundary,
                       benchmark_source=stops.benchmark_source, visible_source=where)

@@ -14,7 +14,8 @@ def register(commands) -> None:
     add_data_options(fit)
     fit.add_argument("--split", default="train", choices=("train",),
                      help="the faces the spaces learn from (only train: val chooses settings, test reports)")
-    fit.add_argument("--groups", nargs="+", default=None, help="which spaces (default: all: mouth eyes face hair)")
+    fit.add_argument("--groups", nargs="+", default=None,
+                     help="which spaces (default: all: mouth eyes face hair mouth_shape)")
     fit.add_argument("--out", default=str(generator_dir() / "edit-spaces"))
     fit.add_argument("--threads", type=int, default=None, help="torch threads (default: all cores)")
     fit.add_argument("--critic-epochs", type=int, default=6,
@@ -35,7 +36,10 @@ def run(args: argparse.Namespace) -> int:
     from recourse.generation.spaces.fit import fit_region_space
     from recourse.generation.spaces.landmarks import cache_path, split_landmarks
     from recourse.generation.spaces.hair import fit_hair_space
-    from recourse.generation.spaces.templates import GROUP_NAMES, HAIR_GROUP, SPACES
+    from recourse.generation.spaces.mouth_shape import fit_mouth_shape
+    from recourse.generation.spaces.templates import (
+        GROUP_NAMES, HAIR_GROUP, MOUTH_SHAPE_ATTRIBUTES, MOUTH_SHAPE_GROUP, SPACES,
+    )
 
     if args.threads:
         torch.set_num_threads(args.threads)
@@ -62,6 +66,8 @@ def run(args: argparse.Namespace) -> int:
                 regions[name] = fit_hair_space(faces.images, points, found, faces.labels,
                                                progress=lambda line: print(line, flush=True))
                 calibrate_hair(regions[name], args, cache_dir)
+            elif name == MOUTH_SHAPE_GROUP:
+                regions[name] = fit_mouth_shape(points, found, faces.labels, MOUTH_SHAPE_ATTRIBUTES)
             else:
                 regions[name] = fit_region_space(SPACES[name], faces.images, points, found, faces.labels,
                                                  progress=lambda line: print(line, flush=True))

@@ -34,7 +34,8 @@ from recourse.generation.guidance import CounterfactualConfig, CounterfactualRes
 from recourse.generation.spaces.colour import colour_mode, luminance_only
 from recourse.generation.spaces.glasses import glasses_counterfactuals
 from recourse.generation.spaces.hair import HairSpace
-from recourse.generation.spaces.steer import hair_counterfactuals, space_counterfactuals
+from recourse.generation.spaces.mouth_shape import MouthShapeSpace
+from recourse.generation.spaces.steer import hair_counterfactuals, mouth_counterfactuals, space_counterfactuals
 from recourse.metrics import decisions, recourse_cost, validity
 
 Method = Callable[..., torch.Tensor]
@@ -81,6 +82,8 @@ def _region_space(images, model, index, sign, config, generator, seeds, decider)
         return _glasses_or_space(images, model, index, sign, config, space, decider)
     if isinstance(space, HairSpace):
         return hair_counterfactuals(images, model, index, sign, config, space, decider)
+    if isinstance(space, MouthShapeSpace):
+        return mouth_counterfactuals(images, model, index, sign, config, space, decider)
     return space_counterfactuals(images, model, index, sign, config, space, decider)
 
 

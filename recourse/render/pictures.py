@@ -126,7 +126,8 @@ def composite(display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tens
     change would be a blur: ``"hair"`` (a hair colour edit, on the crop's own hair:
     :func:`recourse.generation.spaces.hair.display_recolour`; nothing off the person changes) or
     ``"glasses"`` (frames put on, drawn with sharp edges:
-    :func:`~recourse.generation.spaces.glasses.display_glasses`)."""
+    :func:`~recourse.generation.spaces.glasses.display_glasses`) or ``"mouth:<attribute>:<target>"``
+    (the crop's own mouth moved as the pair shows it: :func:`~recourse.generation.spaces.mouth_shape.display_mouth`)."""
     base = resize_images(display[None], size)
     if redrawn is not None:
         from recourse.generation.regions import face_landmarks
@@ -134,7 +135,8 @@ def composite(display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tens
         from recourse.generation.spaces.hair import display_recolour
 
         points, _ = face_landmarks(x[None])
-        remake = {"hair": display_recolour, "glasses": display_glasses}[redrawn]
+        part, *task = redrawn.split(":")
+        remake = {"hair": display_recolour, "glasses": display_glasses}[part] if not task else _display_mouth(*task)
         made = remake(base[0], x, counterfactual, points[0])
         if made is not None:
             return made.clamp(0, 1)
@@ -150,15 +152,30 @@ def composite(display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tens
     return (edited + (1 - replaced) * (base - low)).clamp(0, 1)[0]
 
 
+def _display_mouth(attribute: str, target: str):
+    def remake(display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tensor, points) -> torch.Tensor:
+        from recourse.generation import default_generator
+        from recourse.generation.spaces.mouth_shape import display_mouth
+        from recourse.generation.spaces.templates import MOUTH_SHAPE_GROUP
+
+        space = default_generator().edit_spaces.regions[MOUTH_SHAPE_GROUP]
+        return display_mouth(space, display, x, counterfactual, points, attribute, closes=target == "0")
+
+    return remake
+
+
 def redrawn_part(attribute: str, target: int, config) -> str | None:
-    """Which edit :func:`composite` makes again at display resolution: ``"hair"``, ``"glasses"`` or None."""
+    """Which edit :func:`composite` makes again at display resolution: ``"hair"``, ``"glasses"``,
+    ``"mouth:<attribute>:<target>"`` or None."""
     from recourse.generation.methods import GLASSES, edit_kind
-    from recourse.generation.spaces.templates import HAIR_GROUP, SPACE_OF
+    from recourse.generation.spaces.templates import HAIR_GROUP, MOUTH_SHAPE_GROUP, SPACE_OF
 
     if edit_kind(config, attribute) != "region-space":
         return None
     if SPACE_OF.get(attribute) == HAIR_GROUP:
         return "hair"
+    if SPACE_OF.get(attribute) == MOUTH_SHAPE_GROUP:
+        return f"mouth:{attribute}:{int(target)}"
     return "glasses" if attribute == GLASSES and target == 1 else None
 
 

@@ -33,7 +33,7 @@ from recourse.generation.spaces.colour import MONOCHROME_SPREAD, colour_mode, co
 from recourse.generation.spaces.critic import ArtifactCritic
 from recourse.generation.spaces.hair import HairSpace, hair_energy, hair_region
 from recourse.generation.spaces.space import RegionSpace
-from recourse.generation.spaces.templates import SPACE_OF
+from recourse.generation.spaces.templates import CHECKED_IN, SPACE_OF
 from recourse.generation.spaces.warp import to_template
 
 PALETTE_BINS = 32
@@ -183,6 +183,7 @@ def check_attribute_edit(original: torch.Tensor, edited: torch.Tensor, attribute
     """:func:`check_edit` with the space and critic of ``attribute``'s part, where
     :class:`~recourse.generation.spaces.bundle.EditSpaces` ``spaces`` has them (colour readings only otherwise)."""
     group = SPACE_OF.get(attribute)
+    group = CHECKED_IN.get(group, group)
     space = spaces.regions.get(group) if spaces is not None and group else None
     if isinstance(space, HairSpace):
         return check_hair_edit(original, edited, space, points)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 from recourse.generation.spaces.critic import ArtifactCritic
 from recourse.generation.spaces.hair import HairSpace
+from recourse.generation.spaces.mouth_shape import MouthShapeSpace
 from recourse.generation.spaces.space import RegionSpace
-from recourse.generation.spaces.templates import HAIR_GROUP, SPACE_OF, space_of
+from recourse.generation.spaces.templates import HAIR_GROUP, MOUTH_SHAPE_GROUP, SPACE_OF, space_of
 
 INDEX_FILE = "spaces.json"
 CRITIC_PREFIX = "critic-"
@@ -29,13 +30,14 @@ class EditSpaceError(ValueError):
 
 @dataclass
 class EditSpaces:
-    """The fitted spaces by group name (``mouth``, ``eyes``, ``face``: textures; ``hair``: colour)."""
+    """The fitted spaces by group name (``mouth``, ``eyes``, ``face``: textures; ``hair``: colour;
+    ``mouth_shape``: the mouth's shapes)."""
 
-    regions: dict[str, RegionSpace | HairSpace]
+    regions: dict[str, RegionSpace | HairSpace | MouthShapeSpace]
     about: dict = field(default_factory=dict)
     critics: dict[str, ArtifactCritic] = field(default_factory=dict)  # by group: the artifact check's
 
-    def for_attribute(self, attribute: str) -> RegionSpace | HairSpace:
+    def for_attribute(self, attribute: str) -> RegionSpace | HairSpace | MouthShapeSpace:
         """The space ``attribute`` is edited in (EditSpaceError if it is not fitted)."""
         group = space_of(attribute)
         if group not in self.regions:
@@ -100,7 +102,7 @@ def _read_index(text: str) -> dict:
 
 
 def _kind(group: str) -> type:
-    return HairSpace if group == HAIR_GROUP else RegionSpace
+    return {HAIR_GROUP: HairSpace, MOUTH_SHAPE_GROUP: MouthShapeSpace}.get(group, RegionSpace)
 
 
 def _load(source, name: str, kind=RegionSpace, **options):

@@ -28,6 +28,7 @@ from recourse.generation.regions import face_landmarks, mask_of_shape
 from recourse.generation.spaces.coefficients import steer_coefficients
 from recourse.generation.spaces.colour import change_to_rgb, colour_mode, luminance_only
 from recourse.generation.spaces.hair import HairSpace, hair_edit
+from recourse.generation.spaces.mouth_shape import MouthShapeSpace, mouth_edits
 from recourse.generation.spaces.space import RegionSpace, tapered_shape
 from recourse.generation.spaces.warp import coverage, from_template
 
@@ -157,3 +158,17 @@ def hair_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sig
                                      sign[i:i + 1], config.margin))
         edits.append(edited)
     return torch.cat(results), torch.cat(edits)
+
+
+def mouth_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
+                          space: MouthShapeSpace, decider: nn.Module | None = None
+                          ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counterfactuals ``(B, 3, H, W)`` and the whole edits they stop on; each face stopped on its own path."""
+    from recourse.generation.denoised import smallest_step
+
+    points, _ = face_landmarks(images)
+    edits = mouth_edits(space, images, model, index, sign, config, points, ATTRIBUTES[index])
+    deciding = decider if decider is not None else model
+    results = [smallest_step(images[i:i + 1], edits[i:i + 1], deciding, index, sign[i:i + 1], config.margin)
+               for i in range(len(images))]
+    return torch.cat(results), edits

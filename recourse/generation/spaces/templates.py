@@ -49,10 +49,18 @@ SPACES: dict[str, GroupSpec] = {spec.name: spec for spec in (
 # Hair has no template: its space is one of colour (:mod:`hair`), read on the hair the face shows.
 HAIR_GROUP = "hair"
 HAIR_ATTRIBUTES = ("Black_Hair", "Blond_Hair", "Brown_Hair", "Gray_Hair")
-GROUP_NAMES = (*SPACES, HAIR_GROUP)
+# Smiles and open mouths are shapes: the mouth's own pixels are moved in a space of mouth shapes
+# (:mod:`mouth_shape`); the mouth's texture space keeps lipstick and lips, and reads the realism
+# of every mouth edit.
+MOUTH_SHAPE_GROUP = "mouth_shape"
+MOUTH_SHAPE_ATTRIBUTES = ("Smiling", "Mouth_Slightly_Open")
+GROUP_NAMES = (*SPACES, HAIR_GROUP, MOUTH_SHAPE_GROUP)
 
 SPACE_OF: dict[str, str] = {attribute: spec.name for spec in SPACES.values() for attribute in spec.attributes}
 SPACE_OF.update({attribute: HAIR_GROUP for attribute in HAIR_ATTRIBUTES})
+SPACE_OF.update({attribute: MOUTH_SHAPE_GROUP for attribute in MOUTH_SHAPE_ATTRIBUTES})
+# the space whose realism limits and critic read an edit made in another (a moved mouth is a mouth)
+CHECKED_IN = {MOUTH_SHAPE_GROUP: "mouth"}
 
 
 def space_of(attribute: str) -> str:

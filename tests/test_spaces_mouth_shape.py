@@ -1,0 +1,131 @@
+"""The mouth's shape space: a warp that moves the face's own pixels, nothing far from the mouth,
+a closing that hides what lies between the lips, a fit whose modes are symmetric, and the
+display redrawn from the model-size pair."""
+
+from types import SimpleNamespace
+
+import numpy as np
+import torch
+
+from recourse.data import attribute_index
+from recourse.generation.guidance import CounterfactualConfig
+from recourse.generation.methods import generate
+from recourse.generation.regions import MEAN_LANDMARKS_64
+from recourse.generation.spaces.bundle import EditSpaces
+from recourse.generation.spaces.mouth_shape import (
+    MIRROR, MouthShapeSpace, display_mouth, fit_mouth_shape, inner_gap, place_mouth, warp_mouth,
+)
+
+SMILING = attribute_index("Smiling")
+OPEN = MEAN_LANDMARKS_64.copy()
+OPEN[[65, 66, 67], 1] += 3.0  # the lower inner lip 3 px down: a mouth open on its teeth
+OPEN[[55, 56, 57, 58, 59], 1] += 3.0
+
+
+def _space() -> MouthShapeSpace:
+    rng = np.random.default_rng(0)
+    points = MEAN_LANDMARKS_64[None] + rng.normal(0, 0.3, (200, 68, 2))
+    opened = rng.random(200) < 0.5
+    points[np.ix_(opened, [55, 56, 57, 58, 59, 65, 66, 67], [1])] += 2.5
+    labels = np.zeros((200, 40), np.uint8)
+    labels[opened, SMILING] = 1
+    return fit_mouth_shape(points, np.ones(200, bool), labels, ("Smiling",), components=3)
+
+
+def _teeth(points: np.ndarray = OPEN) -> torch.Tensor:
+    """A grey face with white teeth between the inner lips of ``points``."""
+    image = torch.full((1, 3, 64, 64), 0.4)
+    top, bottom = int(round(points[62, 1])), int(round(points[66, 1]))
+    left, right = int(round(points[60, 0])), int(round(points[64, 0]))
+    image[..., top + 1:bottom, left + 2:right - 1] = 1.0
+    return image
+
+
+def test_the_fit_learns_symmetric_modes_and_the_absent_class_gap():
+    space = _space()
+    basis = space.basis.view(3, 20, 2)
+    mirrored = basis[:, list(MIRROR)] * torch.tensor([-1.0, 1.0])
+    assert torch.allclose(basis, mirrored, atol=1e-4)  # a mode moves both corners alike
+    assert space.closed_gap("Smiling") < inner_gap(OPEN)
+    assert float((space.class_mean("Smiling", 1) - space.class_mean("Smiling", 0)).norm()) > 1.0
+
+
+def test_no_change_leaves_the_face_as_it_is():
+    space, image = _space(), _teeth()
+    placement = place_mouth(space, OPEN)
+    assert placement.closing == 0
+    assert torch.allclose(warp_mouth(space, image, placement, torch.zeros(1, 3)), image, atol=1e-5)
+
+
+def test_a_mouth_taken_away_closes_over_its_teeth_and_nothing_far_moves():
+    space, image = _space(), _teeth()
+    placement = place_mouth(space, OPEN, "Smiling", closes=True)
+    assert 0.5 < placement.closing <= 1
+    closed = warp_mouth(space, image, placement, torch.zeros(1, 3))
+    teeth_before, teeth_after = int((image > 0.9).sum()), int((closed > 0.9).sum())
+    assert teeth_after < 0.5 * teeth_before
+    assert torch.equal(closed[..., :30, :], image[..., :30, :])  # eyes and brows untouched
+    assert torch.allclose(closed[..., 60:, :], image[..., 60:, :])
+
+
+def test_a_mouth_taken_away_flips_a_model_that_reads_its_teeth():
+    space = _space()
+
+    class Teeth(torch.nn.Module):  # Smiling's logit: how much white the mouth shows
+        def forward(self, images):
+            logits = torch.zeros(len(images), 40)
+            logits[:, SMILING] = 40 * (images[:, :, 44:54, 20:44].mean(dim=(1, 2, 3)) - 0.45)
+            return logits
+
+    image, model = _teeth(), Teeth()
+    generator = SimpleNamespace(edit_spaces=EditSpaces({"mouth_shape": space}))
+    config = CounterfactualConfig(method="region-space", margin=1.0, overshoot=1.0)
+    result = generate(image, model, "Smiling", 0, config, generator)
+    with torch.no_grad():
+        before, after = model(image)[0, SMILING], model(result.edits)[0, SMILING]
+    assert float(after) < 0 < float(before)  # the decision flipped: the mouth closed over its teeth
+    assert all(parameter.grad is None for parameter in model.parameters())
+
+
+def test_the_display_is_the_pair_redrawn_at_its_own_size():
+    space = _space()
+    x = _teeth()[0]
+    display = torch.nn.functional.interpolate(x[None], size=256, mode="bilinear", align_corners=False)[0]
+    unchanged = display_mouth(space, display, x, x, OPEN, "Smiling", closes=False)
+    assert unchanged.shape == (3, 256, 256)
+    assert torch.allclose(unchanged, display, atol=2e-3)
+    placement = place_mouth(space, OPEN)
+    moved = warp_mouth(space, x[None], placement, torch.tensor([[1.5, 0.0, 0.0]]))[0]
+    redrawn = display_mouth(space, display, x, moved, OPEN, "Smiling", closes=False)
+    assert float((redrawn - display).abs().max()) > 0.1
+
+
+def test_the_space_saves_and_loads_the_diffusers_way(tmp_path):
+    space = _space()
+    EditSpaces({"mouth_shape": space}).save_pretrained(tmp_path)
+    loaded = EditSpaces.from_pretrained(tmp_path).regions["mouth_shape"]
+    assert isinstance(loaded, MouthShapeSpace)
+    assert loaded.config.closed_gaps == space.config.closed_gaps
+    assert torch.allclose(loaded.basis, space.basis, atol=1e-3)
+
+
+def test_mouths_steered_together_are_each_edited_as_if_alone():
+    from recourse.generation.spaces.mouth_shape import mouth_edits
+
+    space = _space()
+
+    class Corners(torch.nn.Module):  # a logit read off the mouth's rows, another off its corners
+        def forward(self, images):
+            logits = torch.zeros(len(images), 40)
+            logits[:, SMILING] = 30 * (images[:, :, 44:54, 20:44].mean(dim=(1, 2, 3)) - 0.45)
+            return logits + 5 * (images[:, :1, 46:50, 22:26].mean(dim=(1, 2, 3)) - 0.4)[:, None]
+
+    faces = torch.cat([_teeth(), _teeth() * 0.9, _teeth().flip(-1)])
+    points = np.repeat(OPEN[None], 3, axis=0)
+    sign = torch.tensor([-1.0, 1.0, -1.0])
+    config = CounterfactualConfig(method="region-space", margin=1.0, overshoot=1.0)
+    together = mouth_edits(space, faces, Corners(), SMILING, sign, config, points, "Smiling")
+    for i in range(3):
+        alone = mouth_edits(space, faces[i:i + 1], Corners(), SMILING, sign[i:i + 1], config, points[i:i + 1],
+                            "Smiling")
+        assert torch.allclose(together[i:i + 1], alone, atol=1e-5)
