@@ -129,3 +129,19 @@ def test_mouths_steered_together_are_each_edited_as_if_alone():
         alone = mouth_edits(space, faces[i:i + 1], Corners(), SMILING, sign[i:i + 1], config, points[i:i + 1],
                             "Smiling")
         assert torch.allclose(together[i:i + 1], alone, atol=1e-5)
+
+
+def test_a_mouth_is_moved_to_close_and_painted_to_open():
+    from recourse.generation.spaces.steer import mouth_counterfactuals, space_counterfactuals
+    from tests.spaces_fixtures import MouthBoxModel, synthetic_space
+
+    index = attribute_index("Mouth_Slightly_Open")
+    shape, texture = _space(), synthetic_space()
+    generator = SimpleNamespace(edit_spaces=EditSpaces({"mouth_shape": shape, "mouth": texture}))
+    config = CounterfactualConfig(method="region-space", margin=1.0, overshoot=1.0, space_prior_weight=0.02)
+    faces, model = torch.cat([_teeth(), _teeth() * 0.8]), MouthBoxModel(index)
+    result = generate(faces, model, "Mouth_Slightly_Open", torch.tensor([0, 1]), config, generator)
+    _, closed = mouth_counterfactuals(faces[:1], model, index, torch.tensor([-1.0]), config, shape)
+    _, opened = space_counterfactuals(faces[1:], model, index, torch.tensor([1.0]), config, texture)
+    assert torch.allclose(result.edits[:1], closed, atol=1e-5)
+    assert torch.allclose(result.edits[1:], opened, atol=1e-5)

@@ -35,6 +35,7 @@ from recourse.generation.spaces.colour import colour_mode, luminance_only
 from recourse.generation.spaces.glasses import glasses_counterfactuals
 from recourse.generation.spaces.hair import HairSpace
 from recourse.generation.spaces.mouth_shape import MouthShapeSpace
+from recourse.generation.spaces.templates import MOUTH_SHAPE_TARGETS
 from recourse.generation.spaces.steer import hair_counterfactuals, mouth_counterfactuals, space_counterfactuals
 from recourse.metrics import decisions, recourse_cost, validity
 
@@ -83,8 +84,22 @@ def _region_space(images, model, index, sign, config, generator, seeds, decider)
     if isinstance(space, HairSpace):
         return hair_counterfactuals(images, model, index, sign, config, space, decider)
     if isinstance(space, MouthShapeSpace):
-        return mouth_counterfactuals(images, model, index, sign, config, space, decider)
+        return _moved_or_painted_mouth(images, model, index, sign, config, space, spaces, decider)
     return space_counterfactuals(images, model, index, sign, config, space, decider)
+
+
+def _moved_or_painted_mouth(images, model, index, sign, config, space, spaces, decider):
+    """The mouth moved where its target is one a warp makes (:data:`MOUTH_SHAPE_TARGETS`), painted
+    in the mouth's texture space for the others."""
+    counterfactuals, edits = torch.empty_like(images), torch.empty_like(images)
+    moved = torch.tensor([int(side > 0) in MOUTH_SHAPE_TARGETS[ATTRIBUTES[index]] for side in sign])
+    if bool(moved.any()):
+        counterfactuals[moved], edits[moved] = mouth_counterfactuals(images[moved], model, index, sign[moved], config,
+                                                                     space, decider)
+    if bool((~moved).any()):
+        counterfactuals[~moved], edits[~moved] = space_counterfactuals(images[~moved], model, index, sign[~moved],
+                                                                       config, spaces.regions["mouth"], decider)
+    return counterfactuals, edits
 
 
 GLASSES = "Eyeglasses"  # put on by drawn frames (:mod:`spaces.glasses`), taken off in the eyes' space

@@ -168,13 +168,13 @@ def redrawn_part(attribute: str, target: int, config) -> str | None:
     """Which edit :func:`composite` makes again at display resolution: ``"hair"``, ``"glasses"``,
     ``"mouth:<attribute>:<target>"`` or None."""
     from recourse.generation.methods import GLASSES, edit_kind
-    from recourse.generation.spaces.templates import HAIR_GROUP, MOUTH_SHAPE_GROUP, SPACE_OF
+    from recourse.generation.spaces.templates import HAIR_GROUP, MOUTH_SHAPE_GROUP, MOUTH_SHAPE_TARGETS, SPACE_OF
 
     if edit_kind(config, attribute) != "region-space":
         return None
     if SPACE_OF.get(attribute) == HAIR_GROUP:
         return "hair"
-    if SPACE_OF.get(attribute) == MOUTH_SHAPE_GROUP:
+    if SPACE_OF.get(attribute) == MOUTH_SHAPE_GROUP and int(target) in MOUTH_SHAPE_TARGETS[attribute]:
         return f"mouth:{attribute}:{int(target)}"
     return "glasses" if attribute == GLASSES and target == 1 else None
 

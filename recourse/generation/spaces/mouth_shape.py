@@ -22,7 +22,7 @@ the lips and the skin beside them stretch over it (teeth behind lips that close 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import torch
@@ -75,7 +75,7 @@ class MouthShapeSpace(ModelMixin, ConfigMixin):
 
     @register_to_config
     def __init__(self, components: int = 4, faces: int = 0, radius: float = 0.8, smoothing: float = 0.3,
-                 band: float = 0.35, prior_weight: float = 0.2, closed_gaps: dict | None = None,
+                 band: float = 0.35, prior_weight: float = 0.2, box: float = 3.0, closed_gaps: dict | None = None,
                  attributes: tuple[str, ...] = ("Smiling", "Mouth_Slightly_Open")) -> None:
         super().__init__()
         self.register_buffer("mean", torch.zeros(2 * len(MOUTH)))
@@ -221,7 +221,8 @@ def steer_mouths(space: MouthShapeSpace, images: torch.Tensor, placements: list[
                           for i, placement in enumerate(placements)])
 
     codes = torch.cat([placement.codes for placement in placements])
-    return steer_coefficients(codes, draw, model, index, sign, config, centre, space.config.prior_weight)
+    held = replace(config, space_box=min(config.space_box, space.config.box))
+    return steer_coefficients(codes, draw, model, index, sign, held, centre, space.config.prior_weight)
 
 
 def mouth_edits(space: MouthShapeSpace, images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
