@@ -142,6 +142,32 @@ def test_a_mouth_is_moved_to_close_and_painted_to_open():
     faces, model = torch.cat([_teeth(), _teeth() * 0.8]), MouthBoxModel(index)
     result = generate(faces, model, "Mouth_Slightly_Open", torch.tensor([0, 1]), config, generator)
     _, closed = mouth_counterfactuals(faces[:1], model, index, torch.tensor([-1.0]), config, shape)
+    _, painted = space_counterfactuals(faces[:1], model, index, torch.tensor([-1.0]), config, texture)
     _, opened = space_counterfactuals(faces[1:], model, index, torch.tensor([1.0]), config, texture)
-    assert torch.allclose(result.edits[:1], closed, atol=1e-5)
+    with torch.no_grad():
+        convinced = float(-model(closed)[0, index]) >= 1.0  # the move reaches the margin (1 here)
+    assert torch.allclose(result.edits[:1], closed if convinced else painted, atol=1e-5)
     assert torch.allclose(result.edits[1:], opened, atol=1e-5)
+
+
+def test_a_move_that_does_not_convince_its_model_is_painted_instead():
+    from recourse.generation.spaces.steer import space_counterfactuals
+    from tests.spaces_fixtures import MouthBoxModel, synthetic_space
+
+    index = attribute_index("Smiling")
+    shape, texture = _space(), synthetic_space()
+    generator = SimpleNamespace(edit_spaces=EditSpaces({"mouth_shape": shape, "mouth": texture}))
+    config = CounterfactualConfig(method="region-space", margin=50.0, overshoot=1.0, space_prior_weight=0.02)
+    faces, model = _teeth(), MouthBoxModel(index)  # no mouth the shape space allows is 50 logits away
+    result = generate(faces, model, "Smiling", 0, config, generator)
+    _, painted = space_counterfactuals(faces, model, index, torch.tensor([-1.0]), config, texture)
+    assert torch.allclose(result.edits, painted, atol=1e-5)
+
+
+def test_a_painted_mouth_is_not_redrawn_as_a_moved_one():
+    space = _space()
+    x = _teeth()[0]
+    display = torch.nn.functional.interpolate(x[None], size=128, mode="bilinear", align_corners=False)[0]
+    painted = x.clone()
+    painted[:, 44:52, 24:40] = torch.tensor([0.8, 0.2, 0.3])[:, None, None]  # a red patch no warp of x draws
+    assert display_mouth(space, display, x, painted, OPEN, "Smiling", closes=True) is None

@@ -237,9 +237,10 @@ def mouth_edits(space: MouthShapeSpace, images: torch.Tensor, model: nn.Module, 
 
 
 def read_back(space: MouthShapeSpace, x: torch.Tensor, counterfactual: torch.Tensor, placement: MouthPlacement,
-              steps: int = 60) -> tuple[torch.Tensor, float]:
-    """``(dz, share)``: the change and the share of the straight path ``x + s(warp − x)`` that best
-    draw ``counterfactual`` from ``x`` (both ``(3, h, w)``, model size), fitted by least squares."""
+              steps: int = 60) -> tuple[torch.Tensor, float, float]:
+    """``(dz, share, unexplained)``: the change and the share of the straight path ``x + s(warp − x)``
+    that best draw ``counterfactual`` from ``x`` (both ``(3, h, w)``, model size), fitted by least
+    squares, and the share of the pair's difference the fit leaves unexplained."""
     dz = torch.zeros_like(placement.codes, requires_grad=True)
     share = torch.tensor(2.0, requires_grad=True)  # sigmoid(2) ≈ 0.88
     optimizer = torch.optim.Adam([dz, share], lr=0.1)
@@ -249,19 +250,32 @@ def read_back(space: MouthShapeSpace, x: torch.Tensor, counterfactual: torch.Ten
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
-    return dz.detach(), float(torch.sigmoid(share.detach()))
+    with torch.no_grad():
+        warped = warp_mouth(space, x[None], placement, dz)[0]
+        left = float(((x + torch.sigmoid(share) * (warped - x) - counterfactual) ** 2).sum())
+        unexplained = left / max(float(((counterfactual - x) ** 2).sum()), 1e-12)
+    return dz.detach(), float(torch.sigmoid(share.detach())), unexplained
+
+
+UNEXPLAINED = 0.25  # past this share of the pair's difference, the edit was not a moved mouth
 
 
 def display_mouth(space: MouthShapeSpace, display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tensor,
-                  points: np.ndarray, attribute: str, closes: bool) -> torch.Tensor:
+                  points: np.ndarray, attribute: str, closes: bool) -> torch.Tensor | None:
     """The display crop ``(3, S, S)`` with its own mouth moved as the model-size pair shows it: the
     change read back at model size and the share of it the picture shows, put on the crop at its
     own landmarks (found on the crop: a 64-px frame's landmarks miss a mouth's inner lips by a
     pixel, a tenth of its teeth), and a mouth taken away closed whole (at 64 px its teeth are a
-    line a cross-fade half keeps; in the crop, half-closed teeth are a grimace)."""
+    line a cross-fade half keeps; in the crop, half-closed teeth are a grimace). None where the
+    pair is not a moved mouth (a face whose model no move convinced is painted instead:
+    ``recourse.generation.methods.MOVED_MOUTH_REACH``)."""
     from recourse.generation.regions import face_landmarks
 
-    dz, share = read_back(space, x, counterfactual, place_mouth(space, points, attribute, closes))
+    if bool(torch.equal(counterfactual, x)):
+        return display.clone()
+    dz, share, unexplained = read_back(space, x, counterfactual, place_mouth(space, points, attribute, closes))
+    if unexplained > UNEXPLAINED:
+        return None
     found, ok = face_landmarks(display[None])
     crop_points = found[0] * 64 / display.shape[-1] if bool(ok[0]) else points
     with torch.no_grad():
