@@ -188,17 +188,22 @@ def test_display_pictures_draw_the_edit_on_the_photos_own_crop():
     from recourse.render.pictures import display_pictures
 
     # the minimal recourse (margin 0, no stops): the pictures' crop is what is checked, not where they stop
-    result = audit_image(app.EXAMPLE_PHOTO, variant="ptq-int8", attribute="Smiling", settings=AuditSettings())
+    result = audit_image(app.EXAMPLE_PHOTO, variant="ptq-int8", attribute="Young", settings=AuditSettings())
     assert result.predictions.display is not None and result.predictions.display.shape == (3, 256, 256)
     pictures = display_pictures(result)
     assert pictures["teacher_counterfactual"].size == (256, 256)
-    # the photo's own 256 px crop plus the upsampled edit, not the 64 px image enlarged
+    # a painted edit: the photo's own 256 px crop plus the upsampled edit, not the 64 px image enlarged
     base = np.asarray(pictures["aligned"], dtype=np.float32) / 255
     drawn = np.asarray(pictures["teacher_counterfactual"], dtype=np.float32) / 255
     upsampled = torch.nn.functional.interpolate((result.teacher_counterfactual - result.predictions.aligned)[None],
                                                 size=256, mode="bilinear", align_corners=False)[0]
     expected = np.clip(base + upsampled.permute(1, 2, 0).numpy(), 0, 1)
     assert np.abs(drawn - expected).max() <= 1.5 / 255
+    # a moved mouth: the crop's own pixels warped around its mouth, nothing above the nose touched
+    smiling = audit_image(app.EXAMPLE_PHOTO, variant="ptq-int8", attribute="Smiling", settings=AuditSettings())
+    moved = np.asarray(display_pictures(smiling)["teacher_counterfactual"], dtype=np.float32) / 255
+    assert np.abs(moved - base).max() > 10 / 255
+    assert np.abs(moved - base)[:110].max() <= 1.5 / 255
 
 
 @pytest.mark.requires("committed_variants")
