@@ -95,22 +95,31 @@ def _region_space(images, model, index, sign, config, generator, seeds, decider)
 MOVED_MOUTH_REACH = 2.0
 
 
+def _split(images: torch.Tensor, chosen: torch.Tensor, first, second) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counterfactuals and edits of a batch made by ``first(chosen)`` for the ``chosen`` faces and
+    ``second(~chosen)`` for the others (each takes its bool mask, returns both tensors)."""
+    counterfactuals, edits = torch.empty_like(images), torch.empty_like(images)
+    for mask, make in ((chosen, first), (~chosen, second)):
+        if bool(mask.any()):
+            counterfactuals[mask], edits[mask] = make(mask)
+    return counterfactuals, edits
+
+
 def _moved_or_painted_mouth(images, model, index, sign, config, space, spaces, decider):
     """The mouth moved where its target is one a warp makes (:data:`MOUTH_SHAPE_TARGETS`) and the
     move reaches :data:`MOVED_MOUTH_REACH`; painted in the mouth's texture space for the others."""
-    counterfactuals, edits = torch.empty_like(images), torch.empty_like(images)
     moved = torch.tensor([int(side > 0) in MOUTH_SHAPE_TARGETS[ATTRIBUTES[index]] for side in sign])
+    counterfactuals, edits = torch.empty_like(images), torch.empty_like(images)
     if bool(moved.any()):
         counterfactuals[moved], edits[moved] = mouth_counterfactuals(images[moved], model, index, sign[moved], config,
                                                                      space, decider)
-        with torch.no_grad():
-            reach = (decider if decider is not None else model)(edits[moved])[:, index] * sign[moved]
         if "mouth" in spaces.regions:  # without the texture space, the move is all there is
+            with torch.no_grad():
+                reach = (decider if decider is not None else model)(edits[moved])[:, index] * sign[moved]
             moved[moved.clone()] = reach >= min(MOVED_MOUTH_REACH, config.margin)
-    if bool((~moved).any()):
-        counterfactuals[~moved], edits[~moved] = space_counterfactuals(images[~moved], model, index, sign[~moved],
-                                                                       config, spaces.regions["mouth"], decider)
-    return counterfactuals, edits
+    return _split(images, moved, lambda mask: (counterfactuals[mask], edits[mask]),
+                  lambda mask: space_counterfactuals(images[mask], model, index, sign[mask], config,
+                                                     spaces.regions["mouth"], decider))
 
 
 GLASSES = "Eyeglasses"  # put on by drawn frames (:mod:`spaces.glasses`), taken off in the eyes' space
@@ -118,14 +127,8 @@ GLASSES = "Eyeglasses"  # put on by drawn frames (:mod:`spaces.glasses`), taken 
 
 def _glasses_or_space(images, model, index, sign, config, space, decider):
     """Frames drawn on the faces that are to wear glasses, the eyes' space for the others."""
-    counterfactuals, edits = torch.empty_like(images), torch.empty_like(images)
-    adding = sign > 0
-    if bool(adding.any()):
-        counterfactuals[adding], edits[adding] = glasses_counterfactuals(images[adding], model, index, config, decider)
-    if bool((~adding).any()):
-        counterfactuals[~adding], edits[~adding] = space_counterfactuals(images[~adding], model, index, sign[~adding],
-                                                                         config, space, decider)
-    return counterfactuals, edits
+    return _split(images, sign > 0, lambda mask: glasses_counterfactuals(images[mask], model, index, config, decider),
+                  lambda mask: space_counterfactuals(images[mask], model, index, sign[mask], config, space, decider))
 
 
 @register("pca-walk")

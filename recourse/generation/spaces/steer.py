@@ -129,17 +129,21 @@ def space_edits(space: RegionSpace, images: torch.Tensor, model: nn.Module, inde
     return torch.where(monochrome[:, None, None, None], luminance_only(images, edited), edited)
 
 
-def space_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
-                          space: RegionSpace, decider: nn.Module | None = None) -> tuple[torch.Tensor, torch.Tensor]:
-    """Counterfactuals ``(B, 3, H, W)`` and the whole edits they stop on; each face stopped on its own path."""
+def stopped(images: torch.Tensor, edits: torch.Tensor, deciding: nn.Module, index: int, sign: torch.Tensor,
+            margin: float) -> torch.Tensor:
+    """Each face's counterfactual: the first point of its own path to its edit past ``margin``."""
     from recourse.generation.denoised import smallest_step
 
+    return torch.cat([smallest_step(images[i:i + 1], edits[i:i + 1], deciding, index, sign[i:i + 1], margin)
+                      for i in range(len(images))])
+
+
+def space_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
+                          space: RegionSpace, decider: nn.Module | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counterfactuals ``(B, 3, H, W)`` and the whole edits they stop on."""
     points, found = face_landmarks(images)
     edits = space_edits(space, images, model, index, sign, config, points, found)
-    deciding = decider if decider is not None else model
-    results = [smallest_step(images[i:i + 1], edits[i:i + 1], deciding, index, sign[i:i + 1], config.margin)
-               for i in range(len(images))]
-    return torch.cat(results), edits
+    return stopped(images, edits, decider if decider is not None else model, index, sign, config.margin), edits
 
 
 def hair_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
@@ -163,12 +167,7 @@ def hair_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sig
 def mouth_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
                           space: MouthShapeSpace, decider: nn.Module | None = None
                           ) -> tuple[torch.Tensor, torch.Tensor]:
-    """Counterfactuals ``(B, 3, H, W)`` and the whole edits they stop on; each face stopped on its own path."""
-    from recourse.generation.denoised import smallest_step
-
+    """Counterfactuals ``(B, 3, H, W)`` and the whole edits they stop on."""
     points, _ = face_landmarks(images)
     edits = mouth_edits(space, images, model, index, sign, config, points, ATTRIBUTES[index])
-    deciding = decider if decider is not None else model
-    results = [smallest_step(images[i:i + 1], edits[i:i + 1], deciding, index, sign[i:i + 1], config.margin)
-               for i in range(len(images))]
-    return torch.cat(results), edits
+    return stopped(images, edits, decider if decider is not None else model, index, sign, config.margin), edits
