@@ -99,6 +99,22 @@ def test_the_screening_chooses_the_full_audits_and_each_reproduces_its_row(hq_fo
     assert all(row.student_at_teacher < 0 for row in result.screened if row.teacher_reach is not None)
 
 
+def test_a_folder_no_larger_than_the_full_audits_is_not_edited_twice(tmp_path):
+    """Where every photo gets its full audit, the screening's edits would only order what all get:
+    the models' gradients order its list instead."""
+    from types import SimpleNamespace
+
+    from recourse.audit.scan_run import screens_by_edits
+    from recourse.generation.spaces.bundle import EditSpaces
+    from tests.spaces_fixtures import synthetic_space
+
+    generator = SimpleNamespace(edit_spaces=EditSpaces({"mouth": synthetic_space()}))
+    settings = AuditSettings(CounterfactualConfig(method="region-space", margin=1.0))
+    plan = ScanPlan(tmp_path, "ptq-int8", "Wearing_Lipstick", settings, top=3)
+    assert screens_by_edits(plan, generator, photos=4)
+    assert not screens_by_edits(plan, generator, photos=3) and not screens_by_edits(plan, generator, photos=1)
+
+
 def test_a_resumed_scan_reuses_what_was_kept_and_ranks_the_same(hq_folder, tiny_generator, tmp_path, monkeypatch):
     root, _ = hq_folder
     teacher, student = _pair()

@@ -140,8 +140,10 @@ def _keep(path: Path | None, content: dict) -> None:
 # --- the two passes -------------------------------------------------------------------------------------
 
 
-def screen_shard(plan: ScanPlan, names: list[str], frame, teacher, student, generator=None) -> dict:
-    """One shard's screening rows and skipped files (as dicts)."""
+def screen_shard(plan: ScanPlan, names: list[str], frame, teacher, student, generator=None,
+                 by_edits: bool | None = None) -> dict:
+    """One shard's screening rows and skipped files (as dicts); ``by_edits`` (default: as the plan
+    says, :func:`screens_by_edits`) chooses the audit's own edits or the models' gradients."""
     from recourse.data import to_float_images
 
     files, images, skipped = [], [], []
@@ -155,7 +157,7 @@ def screen_shard(plan: ScanPlan, names: list[str], frame, teacher, student, gene
     rows = []
     if files:
         batch, margin = torch.stack(images), numbers_margin(plan.settings)
-        if screens_by_edits(plan, generator):
+        if screens_by_edits(plan, generator) if by_edits is None else by_edits:
             screened = screen_by_edits(files, batch, teacher, student, plan.attribute, plan.settings, generator)
         else:
             screened = screen(files, batch, teacher, student.twin, student.decider, plan.attribute, margin)
@@ -163,12 +165,15 @@ def screen_shard(plan: ScanPlan, names: list[str], frame, teacher, student, gene
     return {"rows": rows, "skipped": skipped}
 
 
-def screens_by_edits(plan: ScanPlan, generator) -> bool:
-    """Whether the plan's screening makes the audit's own edits, a shard at a time: asked for, and
-    the attribute's audit edit is a region-space one (a pixel edit costs too much to screen with)."""
+def screens_by_edits(plan: ScanPlan, generator, photos: int | None = None) -> bool:
+    """Whether the plan's screening makes the audit's own edits, a shard at a time: asked for, the
+    attribute's audit edit is a region-space one (a pixel edit costs too much to screen with), and
+    the folder's ``photos`` are more than the full audits (where every photo gets its full audit
+    anyway, the edits would be made twice for a ranking nobody needs: the models' gradients order
+    the screening's list instead)."""
     from recourse.generation.methods import edit_kind
 
-    return (plan.screening == "edits" and generator is not None
+    return (plan.screening == "edits" and generator is not None and (photos is None or photos > plan.top)
             and edit_kind(plan.settings.edit_config, plan.attribute, generator) == "region-space")
 
 
@@ -217,14 +222,14 @@ def _screening(plan, state, names, frame, teacher, student, progress, generator=
     margin = numbers_margin(plan.settings)
     mine = list(range(state.process_index, len(shards), state.num_processes))
     done, made = [], 0
+    by_edits = screens_by_edits(plan, generator, len(names))
+    how = ("audit edits", plan.settings.to_dict()) if by_edits else ("gradients", PATH_STEPS, PATH_STEP_CHANGE)
     for count, index in enumerate(mine, 1):
-        how = ("audit edits", plan.settings.to_dict()) if screens_by_edits(plan, generator) \
-            else ("gradients", PATH_STEPS, PATH_STEP_CHANGE)
         key = _key("screen", plan.variant, plan.attribute, margin, *how, shards[index])
         path = None if plan.out is None else plan.out / "screen" / f"shard-{index:05d}.json"
         kept = _read_kept(path, key)
         if kept is None:
-            kept = {"key": key, **screen_shard(plan, shards[index], frame, teacher, student, generator)}
+            kept = {"key": key, **screen_shard(plan, shards[index], frame, teacher, student, generator, by_edits)}
             _keep(path, kept)
             made += len(shards[index])
         done.append(kept)
