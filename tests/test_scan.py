@@ -98,6 +98,17 @@ def test_faces_on_the_boundary_rank_after_every_scored_face_and_say_why():
                                                                           "no teacher recourse")
 
 
+def test_equal_divergences_rank_the_firmest_refusal_first():
+    """Whole-number verdicts tie often (no DirSim orders them): the compressed model's logit on the
+    original's counterfactual orders them, so that a screening and the full audits agree on the cut."""
+    from recourse.audit.scan import FolderCase, _rank
+
+    recourse = image_recourse(True, False, False, 0.1, 0.1, 0.0)  # rejects, and no recourse of its own: 2
+    cases = [FolderCase(name, torch.zeros(3, 4, 4), 1, recourse, divergence_score(recourse, 3.0), face_logit=3.0,
+                        student_on_teacher=logit) for name, logit in (("a", -0.2), ("b", -4.0), ("c", -1.5))]
+    assert [c.filename for c in _rank(cases)] == ["b", "c", "a"]
+
+
 def test_scan_folder_rejects_a_folder_that_is_not_celeba(tmp_path, tiny_generator):
     teacher = BrightnessModel()
     with pytest.raises(ValueError, match="not a CelebA folder"):

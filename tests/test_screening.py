@@ -27,6 +27,14 @@ def test_a_faithful_copy_scores_low_and_a_contrary_one_high():
     assert shortlist(faithful + turned, 4) == sorted(turned, key=lambda row: -row.score)  # every contrary row first
 
 
+def test_equal_scores_are_shortlisted_by_the_firmest_refusal():
+    from recourse.audit.screening import ScreenRow
+
+    rows = [ScreenRow(file, 1, -2.0, -2.0, None, 1, logit, -1.0, 2.0) for file, logit in (("a", -0.1), ("b", -3.0))]
+    rows.append(ScreenRow("c", 1, -2.0, -2.0, None, 1, 5.0, -1.0, 1.0))
+    assert [row.file for row in shortlist(rows, 3)] == ["b", "a", "c"]
+
+
 def test_the_audits_own_edits_rank_a_twin_that_steers_elsewhere_above_an_identical_one():
     from types import SimpleNamespace
 
@@ -74,3 +82,4 @@ def test_the_edit_screening_scores_each_face_as_its_full_audit_ranks_it():
                                         student=student, generator=generator, judge=None)
         audited = -1.0 if cases[0].divergence is None else cases[0].divergence
         assert abs(row.score - audited) < 1e-4, (files[i], row.score, audited)
+        assert abs(row.student_at_teacher - cases[0].student_on_teacher) < 1e-4  # the tie-break reading too

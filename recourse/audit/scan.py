@@ -33,6 +33,9 @@ class FolderCase:
     divergence: float | None  # see divergence_score; None where there is nothing to compare
     judge: JudgeView | None = None  # the robust judge's view of both recourses, as in an audit
     face_logit: float = float("inf")  # the full-precision logit of the attribute on the face
+    # the compressed model's logit on the full-precision counterfactual, + toward the target: among
+    # equal divergences, the lower the firmer its refusal of the original's recourse
+    student_on_teacher: float = 0.0
 
     @property
     def on_boundary(self) -> bool:
@@ -70,11 +73,13 @@ def divergence_score(recourse: ImageRecourse, face_logit: float = float("inf")) 
 
 
 def _rank(cases: list[FolderCase]) -> list[FolderCase]:
-    """Worst first; faces on the boundary after every scored one, then those without a teacher recourse."""
+    """Worst first; faces on the boundary after every scored one, then those without a teacher recourse.
+    Equal divergences (the whole-number verdicts, where no DirSim orders them) are ordered by the
+    compressed model's logit on the original's counterfactual, lowest first, then by file name."""
     def group(case: FolderCase) -> int:
         return 0 if case.divergence is not None else (1 if case.recourse.teacher_valid else 2)
 
-    return sorted(cases, key=lambda c: (group(c), -(c.divergence or 0.0), c.filename))
+    return sorted(cases, key=lambda c: (group(c), -(c.divergence or 0.0), c.student_on_teacher, c.filename))
 
 
 def read_folder(folder: str | os.PathLike, split: str, count: int,
@@ -162,11 +167,12 @@ def scan_images(
                                  seeds=(seed,) * len(x), check=check, concurrent=True)  # the two models at once
         stopped = read_stops(x, attribute, targets, teacher, student, paired, settings.stops)  # as an audit reads it
         face_logits = torch.logit(paired.teacher.probability_before.double())
+        on_teacher = stopped.columns.student_logit * (2 * stopped.columns.target - 1)
         for i, name in enumerate(batch_names):
             recourse = stopped.columns.image(i)
             judged = judge_view(judge, x[i], stopped.teacher_pictures[i], stopped.student_pictures[i], index,
                                 int(targets[i]))
             face_logit = float(face_logits[i])
             cases.append(FolderCase(name, x[i], int(targets[i]), recourse, divergence_score(recourse, face_logit),
-                                    judged, face_logit))
+                                    judged, face_logit, float(on_teacher[i])))
         yield len(cases), len(names), _rank(cases)

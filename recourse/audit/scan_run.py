@@ -29,7 +29,7 @@ from recourse.audit.screening import (
 )
 from recourse.progress import Progress, silent
 
-KEPT_VERSION = 1  # of the kept files' content: a file of another version is made again
+KEPT_VERSION = 2  # of the kept files' content: a file of another version is made again
 
 
 @dataclass(frozen=True)
@@ -187,6 +187,7 @@ def audit_record(case) -> dict:
     judge = case.judge
     return {"file": case.filename, "target": case.target, "divergence": case.divergence,
             "score": case.score_label, "compared": case.compared, "face_logit": case.face_logit,
+            "student_on_teacher": case.student_on_teacher,
             "recourse": case.recourse.to_dict(),
             "judge": None if judge is None else {"on_face": judge.on_face,
                                                  "on_teacher_counterfactual": judge.on_teacher_counterfactual,
@@ -195,11 +196,12 @@ def audit_record(case) -> dict:
 
 def rank_records(records: list[dict]) -> list[dict]:
     """Worst first, as ``recourse.audit.scan`` ranks: scored faces by divergence, then those on the
-    boundary, then those without a full-precision recourse; the file name breaks ties."""
+    boundary, then those without a full-precision recourse; equal divergences by the compressed
+    model's logit on the original's counterfactual (lowest first), then by file name."""
     def group(record: dict) -> int:
         return 0 if record["divergence"] is not None else (1 if record["recourse"]["teacher_valid"] else 2)
 
-    return sorted(records, key=lambda r: (group(r), -(r["divergence"] or 0.0), r["file"]))
+    return sorted(records, key=lambda r: (group(r), -(r["divergence"] or 0.0), r["student_on_teacher"], r["file"]))
 
 
 def _models(plan: ScanPlan, teacher, student):

@@ -141,7 +141,7 @@ def screen_by_edits(files: list[str], images: torch.Tensor, teacher: nn.Module, 
     with torch.no_grad():
         teacher_logits = teacher(images)[:, index]
         student_logits = student.decider(images)[:, index]
-        on_teacher = student.decider(stopped.teacher_pictures)[:, index] * sign
+        on_teacher = stopped.columns.student_logit.float() * sign  # as a full audit reads it (FolderCase)
         own = student.decider(stopped.student_pictures)[:, index] * sign - margin
     rows = []
     for i, file in enumerate(files):
@@ -156,5 +156,7 @@ def screen_by_edits(files: list[str], images: torch.Tensor, teacher: nn.Module, 
 
 
 def shortlist(rows: list[ScreenRow], top: int) -> list[ScreenRow]:
-    """The ``top`` faces most likely to diverge, highest score first (file name breaks ties)."""
-    return sorted(rows, key=lambda row: (-row.score, row.file))[:top]
+    """The ``top`` faces most likely to diverge, highest score first; equal scores (an edit
+    screening's whole-number verdicts) by the compressed model's logit on the original's
+    counterfactual, lowest first, as a scan ranks its full audits; then by file name."""
+    return sorted(rows, key=lambda row: (-row.score, row.student_at_teacher, row.file))[:top]
