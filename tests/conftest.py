@@ -368,6 +368,23 @@ def local_app(tmp_path_factory):
         raise RuntimeError(f"{error}\n{log.read_text()[-3000:]}") from None
 
 
+@pytest.fixture(scope="session")
+def public_app(tmp_path_factory):
+    """``(url, process)`` of one real ``RECOURSE_PUBLIC=1 python app.py``, its models loaded and its
+    own temporary folder, shared by the modules that call it as a stranger would (starting it
+    takes most of a minute here). Its variables are the process's own: this one's stay as they are."""
+    from scripts.figures.app_screenshot import app_process
+
+    folder = tmp_path_factory.mktemp("public-app")
+    try:
+        with _local_mode(), app_process(timeout=600, log=folder / "app.log",
+                                        env={"RECOURSE_PUBLIC": "1", "GRADIO_TEMP_DIR": str(folder / "gradio")}
+                                        ) as (url, process):
+            yield url, process
+    except (RuntimeError, TimeoutError) as error:
+        raise RuntimeError(f"{error}\n{(folder / 'app.log').read_text()[-3000:]}") from None
+
+
 @pytest.fixture(scope="module")
 def browser_and_url(local_app):
     """``(browser, url)``: headless Chromium and the shared local app. Chromium is started once

@@ -19,15 +19,14 @@ GALLERY = "gallery faces"
 
 
 @pytest.fixture(scope="module")
-def public_client(tmp_path_factory):
+def public_client(public_app):
+    """A client of the suite's public app (``public_app``), this module's own process in public mode too."""
     from gradio_client import Client
 
-    log = tmp_path_factory.mktemp("app") / "app.log"
     before = os.environ.get("RECOURSE_PUBLIC")
     os.environ["RECOURSE_PUBLIC"] = "1"
     try:
-        with start_app(log=log) as url:
-            yield Client(url, verbose=False)
+        yield Client(public_app[0], verbose=False)
     finally:
         if before is None:
             os.environ.pop("RECOURSE_PUBLIC")

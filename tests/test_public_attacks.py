@@ -18,7 +18,6 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from scripts.figures.app_screenshot import app_process
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "assets" / "examples" / "grace-hopper.jpg"
@@ -35,16 +34,16 @@ def _rss_mib(pid: int, field: str = "VmRSS") -> float:
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    """``(url, process, client)`` of the app in public mode."""
+def server(public_app):
+    """``(url, process, client)`` of the suite's public app (``public_app``); this module's own
+    process in public mode too."""
     from gradio_client import Client
 
-    log = tmp_path_factory.mktemp("app") / "app.log"
+    url, process = public_app
     before = os.environ.get("RECOURSE_PUBLIC")
     os.environ["RECOURSE_PUBLIC"] = "1"
     try:
-        with app_process(timeout=600, log=log) as (url, process):  # slow to start on a shared CPU
-            yield url, process, Client(url, verbose=False)
+        yield url, process, Client(url, verbose=False)
     finally:
         if before is None:
             os.environ.pop("RECOURSE_PUBLIC")

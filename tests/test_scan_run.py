@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -113,6 +114,7 @@ def test_a_folder_no_larger_than_the_full_audits_is_not_edited_twice(tmp_path):
     plan = ScanPlan(tmp_path, "ptq-int8", "Wearing_Lipstick", settings, top=3)
     assert screens_by_edits(plan, generator, photos=4)
     assert not screens_by_edits(plan, generator, photos=3) and not screens_by_edits(plan, generator, photos=1)
+    assert screens_by_edits(replace(plan, measure_screening=True), generator, photos=3)  # the recall's measurement
 
 
 def test_a_resumed_scan_reuses_what_was_kept_and_ranks_the_same(hq_folder, tiny_generator, tmp_path, monkeypatch):

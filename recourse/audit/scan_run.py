@@ -48,6 +48,9 @@ class ScanPlan:
     # "edits": the audit's own edits, a shard at a time (recourse.audit.screening.screen_by_edits), where
     # the attribute's edit is a region-space one; "gradients": the models' input gradients only
     screening: str = "edits"
+    # True: screen by edits even where every photo gets a full audit (a measurement of the screening
+    # against those audits: scripts/measurements/screening_recall.py)
+    measure_screening: bool = False
 
 
 @dataclass(frozen=True)
@@ -173,7 +176,8 @@ def screens_by_edits(plan: ScanPlan, generator, photos: int | None = None) -> bo
     the screening's list instead)."""
     from recourse.generation.methods import edit_kind
 
-    return (plan.screening == "edits" and generator is not None and (photos is None or photos > plan.top)
+    every_photo_audited = photos is not None and photos <= plan.top and not plan.measure_screening
+    return (plan.screening == "edits" and generator is not None and not every_photo_audited
             and edit_kind(plan.settings.edit_config, plan.attribute, generator) == "region-space")
 
 

@@ -45,13 +45,14 @@ def start_app(timeout: float = 600.0, log: Path | None = None, ready: bool = Tru
 
 
 @contextlib.contextmanager
-def app_process(timeout: float = 600.0, log: Path | None = None,
-                ready: bool = True) -> Iterator[tuple[str, subprocess.Popen]]:
+def app_process(timeout: float = 600.0, log: Path | None = None, ready: bool = True,
+                env: dict[str, str] | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
     """As :func:`start_app`, also giving the process (to watch its memory). The app serves
     before its models are loaded (recourse.ui.startup); ``ready`` waits for them too, so that what
-    a caller measures is an audit, not the loading."""
+    a caller measures is an audit, not the loading. ``env``: variables for the app's process only
+    (``RECOURSE_PUBLIC``, say), over this process's own."""
     port = free_port()
-    env = {**os.environ, "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
+    env = {**os.environ, **(env or {}), "GRADIO_SERVER_NAME": "127.0.0.1", "GRADIO_SERVER_PORT": str(port),
            "GRADIO_ANALYTICS_ENABLED": "False", "PYTHONUNBUFFERED": "1"}
     with contextlib.ExitStack() as stack:
         if log is None:

@@ -127,7 +127,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     started = time.perf_counter()
     plan = ScanPlan(Path(args.data), args.variant, args.attribute, product_settings(), top=args.faces,
-                    count=args.faces, split="test", shard_size=25, out=Path(args.out))
+                    count=args.faces, split="test", shard_size=25, out=Path(args.out), measure_screening=True)
     result = run_scan(plan)
     if result is None:
         return 0
