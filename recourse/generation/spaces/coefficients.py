@@ -16,6 +16,43 @@ import torch.nn.functional as F
 from torch import nn
 
 EARLY_STOP = 3  # consecutive steps past the aim that end the optimisation
+# A black box's slope along one whitened coefficient is read from ±this many standard deviations:
+# small against the box (2–3) the edit moves in, large against float rounding.
+COEFFICIENT_STEP = 0.05
+
+
+class _CoefficientDifferences(torch.autograd.Function):
+    """A black box's logits of the drawn faces, ``read(Δz)`` ``(B, 40)``, whose backward pass is
+    central differences along each free coefficient: ``2K`` forward passes per face for the ``K``
+    coefficients the edit actually moves, where an estimate in image space takes two per basis
+    image (1,024 in the face basis) and sees the part's change only through that basis."""
+
+    @staticmethod
+    def forward(ctx, dz, read, owner, free):  # type: ignore[override]
+        ctx.save_for_backward(dz)
+        ctx.read, ctx.owner, ctx.free = read, owner, free
+        with torch.no_grad():
+            return read(dz)
+
+    @staticmethod
+    def backward(ctx, grad_output):  # type: ignore[override]
+        (dz,) = ctx.saved_tensors
+        grad = torch.zeros_like(dz)
+        with torch.no_grad():
+            for k in ctx.free:
+                step = torch.zeros_like(dz)
+                step[:, k] = COEFFICIENT_STEP
+                slope = (ctx.read(dz + step) - ctx.read(dz - step)) / (2 * COEFFICIENT_STEP)
+                grad[:, k] = (grad_output * slope).sum(1)
+        ctx.owner.estimates += 1  # the black box's count of its estimated gradients
+        return grad, None, None, None
+
+
+def is_black_box(model: nn.Module) -> bool:
+    """Whether ``model``'s gradients are zeroth-order estimates (``recourse.foreign.blackbox``)."""
+    from recourse.foreign.blackbox import ZerothOrderClassifier
+
+    return isinstance(model, ZerothOrderClassifier)
 
 
 def steer_coefficients(z0: torch.Tensor, draw: Callable[[torch.Tensor], torch.Tensor], model: nn.Module,
@@ -27,7 +64,8 @@ def steer_coefficients(z0: torch.Tensor, draw: Callable[[torch.Tensor], torch.Te
 
     The faces are steered together but each as if alone: the loss is a sum of per-face terms,
     Adam's update is elementwise, and a face that has passed the aim for :data:`EARLY_STOP` steps
-    stops moving while the others go on."""
+    stops moving while the others go on. A black box (:func:`is_black_box`) is steered by its
+    slopes along the coefficients themselves (:class:`_CoefficientDifferences`)."""
     others = torch.ones(40, dtype=torch.bool)
     others[index] = False
     with torch.no_grad():
@@ -43,8 +81,13 @@ def steer_coefficients(z0: torch.Tensor, draw: Callable[[torch.Tensor], torch.Te
     aim = config.margin + config.overshoot
     components = z0.shape[1]
     past = torch.zeros(len(z0), dtype=torch.long)
+    black_box = is_black_box(model)
+    free = [k for k in range(components) if frozen is None or not bool(frozen[k])]
     for _ in range(config.space_steps):
-        logits = model(draw(dz))
+        if black_box:
+            logits = _CoefficientDifferences.apply(dz, lambda d: model(draw(d)), model, free)
+        else:
+            logits = model(draw(dz))
         reach = sign * logits[:, index]
         past = torch.where(reach.detach() >= aim, past + 1, torch.zeros_like(past))
         moving = past < EARLY_STOP
