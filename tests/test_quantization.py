@@ -113,6 +113,25 @@ def test_the_twin_and_a_saved_variant_decide_what_the_integer_model_decides(mode
         assert torch.equal(loaded.decider(images), student.decider(images))
 
 
+def test_variants_loaded_one_after_another_are_each_their_own(model_and_images, tmp_path):
+    """Loading copies one prepared twin per architecture: a second variant must not change the first."""
+    from recourse.compression import load_variant, save_variant
+
+    model, images = model_and_images
+    made = {"int8": quantize(model, PTQInt8Config(calibration_images=32), images),
+            "int4": quantize(model, PTQInt4Config(calibration_images=32), images)}
+    for name, variant in made.items():
+        save_variant(variant, model, tmp_path / name)
+    first = load_variant(tmp_path / "int8")
+    with torch.no_grad():
+        before = first.twin(images).clone()
+        second = load_variant(tmp_path / "int4")
+        assert torch.equal(first.twin(images), before)  # untouched by the second load
+        assert torch.equal(second.twin(images), made["int4"].twin(images))
+        assert not torch.equal(second.twin(images), before)
+    assert first.twin is not second.twin
+
+
 def test_bad_arguments_are_rejected(model_and_images):
     model, images = model_and_images
     with pytest.raises(ValueError, match="calibration_images must be >= 1"):

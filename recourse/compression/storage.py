@@ -3,6 +3,7 @@ and activation ranges (``model.safetensors``), and a JSON config. Nothing is unp
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -53,6 +54,20 @@ def save_variant(variant: QuantizedModel, base: nn.Module, directory: str | os.P
     return directory
 
 
+_TWINS: dict[str, nn.Module] = {}  # one prepared twin per architecture, copied for each variant loaded
+
+
+def _empty_twin(base: AttributeClassifier) -> nn.Module:
+    """A fresh twin of ``base``'s architecture, its values to be loaded: tracing and preparing the graph
+    (about half a second) is done once per architecture, then copied (a variant's values are all
+    loaded or set from its codes, so the template's own never reach a result)."""
+    key = json.dumps(base.config.to_dict() if hasattr(base.config, "to_dict") else dict(base.config), sort_keys=True,
+                     default=str)
+    if key not in _TWINS:
+        _TWINS[key] = prepare_twin(fold_batch_norm(base), base.config.resolution)
+    return copy.deepcopy(_TWINS[key])
+
+
 def load_variant(directory: str | os.PathLike) -> QuantizedModel:
     """Rebuild a saved variant (twin and integer model), or raise CheckpointError.
 
@@ -73,7 +88,7 @@ def load_variant(directory: str | os.PathLike) -> QuantizedModel:
     bits = _number(record, "bits_per_weight", where, 1.0, 32.0)
     seconds = _number(record, "make_seconds", where, 0.0, math.inf)
     state = read_weights(path)
-    twin = prepare_twin(fold_batch_norm(base), base.config.resolution)
+    twin = _empty_twin(base)
     layers = weight_layers(twin)
     layer_bits = _layer_bits(record.get("layer_bits"), layers, config, bits, where)
     for name, layer in layers.items():
