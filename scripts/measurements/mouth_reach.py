@@ -17,7 +17,6 @@ import argparse
 import json
 import sys
 import time
-from dataclasses import replace
 from pathlib import Path
 
 import torch
@@ -39,8 +38,7 @@ def main(argv: list[str] | None = None) -> int:
     from recourse.data import attribute_index
     from recourse.generation.methods import MOVED_MOUTH_REACH
     from recourse.generation.regions import face_landmarks
-    from recourse.generation.spaces.coefficients import steer_coefficients
-    from recourse.generation.spaces.mouth_shape import place_mouth, warp_mouth
+    from recourse.generation.spaces.mouth_shape import place_mouth, steer_mouths, warp_mouth
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--data", required=True, help="a CelebA-HQ folder (its val split is read)")
@@ -62,17 +60,16 @@ def main(argv: list[str] | None = None) -> int:
     sign = flip_targets(teacher, faces, attribute).float() * 2 - 1
     points, _ = face_landmarks(faces)
     placements = [place_mouth(space, points[i], attribute, closes=bool(sign[i] < 0)) for i in range(len(faces))]
-    codes = torch.cat([placement.codes for placement in placements])
-    centre = torch.stack([space.class_mean(attribute, int(side > 0)) for side in sign])
 
     def draw(dz: torch.Tensor) -> torch.Tensor:
         return torch.cat([warp_mouth(space, faces[i:i + 1], placement, dz[i:i + 1])
                           for i, placement in enumerate(placements)])
 
+    codes = torch.cat([placement.codes for placement in placements])
     rows = []
     for box, prior in zip(args.boxes, args.priors):
         started = time.perf_counter()
-        dz = steer_coefficients(codes, draw, teacher, index, sign, replace(config, space_box=box), centre, prior)
+        dz = steer_mouths(space, faces, placements, teacher, index, sign, config, box=box, prior_weight=prior)
         with torch.no_grad():
             reach = teacher(draw(dz).clamp(0, 1))[:, index] * sign
         shares = reach_shares(reach, sign, MOVED_MOUTH_REACH)

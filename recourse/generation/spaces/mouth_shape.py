@@ -204,7 +204,8 @@ def warp_mouth(space: MouthShapeSpace, image: torch.Tensor, placement: MouthPlac
 
 
 def steer_mouths(space: MouthShapeSpace, images: torch.Tensor, placements: list[MouthPlacement], model: nn.Module,
-                 index: int, sign: torch.Tensor, config) -> torch.Tensor:
+                 index: int, sign: torch.Tensor, config, box: float | None = None,
+                 prior_weight: float | None = None) -> torch.Tensor:
     """The coefficient changes ``(B, K)`` that ``model`` steers each face's mouth by, the faces
     together and each as if alone (:func:`steer_coefficients`): the prior about the target
     class's mean mouth, with the space's own weight (a few shape modes need less holding than a
@@ -221,8 +222,10 @@ def steer_mouths(space: MouthShapeSpace, images: torch.Tensor, placements: list[
                           for i, placement in enumerate(placements)])
 
     codes = torch.cat([placement.codes for placement in placements])
-    held = replace(config, space_box=min(config.space_box, space.config.box))
-    return steer_coefficients(codes, draw, model, index, sign, held, centre, space.config.prior_weight)
+    # box, prior_weight: the space's own unless given (scripts/measurements/mouth_reach.py tries others)
+    held = replace(config, space_box=min(config.space_box, space.config.box) if box is None else box)
+    prior = space.config.prior_weight if prior_weight is None else prior_weight
+    return steer_coefficients(codes, draw, model, index, sign, held, centre, prior)
 
 
 def mouth_edits(space: MouthShapeSpace, images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
