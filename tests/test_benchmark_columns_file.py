@@ -14,7 +14,9 @@ from recourse.benchmark.claims import claims
 from recourse.benchmark.recompute import check_run
 from recourse.benchmark.rows import family_of, family_rows, row_recourse
 from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, file_sha256, read_columns, write_columns
-from recourse.benchmark.settings import ANALYSES, ANALYSIS, DATED_ANALYSES, LEGACY_ANALYSIS, analysis_version
+from recourse.benchmark.settings import (
+    ANALYSES, ANALYSIS, DATED_ANALYSES, FAMILIES_ANALYSIS, LEGACY_ANALYSIS, analysis_version,
+)
 from recourse.benchmark.settings import recorded_analysis
 from recourse.cli import main
 from recourse.locations import assets_dir
@@ -133,12 +135,13 @@ def test_a_records_dated_analysis_or_none_reads_as_its_version():
     """Records written before the analysis versions had names spell them by date; one that
     names none was made with the first. Each reads back as its version, and its settings are
     written back as they were."""
-    assert DATED_ANALYSES == {"2026-12-02": LEGACY_ANALYSIS, "2026-12-03": ANALYSIS} and ANALYSES == ("v1", "v2")
-    assert [analysis_version(v) for v in (*ANALYSES, "2026-12-02", "2026-12-03")] == ["v1", "v2", "v1", "v2"]
-    with pytest.raises(ValueError, match="analysis must be one of v1, v2"):
+    assert DATED_ANALYSES == {"2026-12-02": LEGACY_ANALYSIS, "2026-12-03": FAMILIES_ANALYSIS}
+    assert ANALYSES == ("v1", "v2", "v3") and ANALYSIS == "v3"
+    assert [analysis_version(v) for v in (*ANALYSES, "2026-12-02", "2026-12-03")] == ["v1", "v2", "v3", "v1", "v2"]
+    with pytest.raises(ValueError, match="analysis must be one of v1, v2, v3"):
         BenchmarkSettings(analysis="2026-12-01")
     assert BenchmarkSettings(analysis="2026-12-02").analysis == LEGACY_ANALYSIS
-    for name, spelled, version in ((PRIMARY_RUN, "2026-12-03", ANALYSIS),
+    for name, spelled, version in ((PRIMARY_RUN, "2026-12-03", FAMILIES_ANALYSIS),
                                    ("benchmark-denoised.json", None, LEGACY_ANALYSIS)):
         record = json.loads((assets_dir() / name).read_text())
         assert record["settings"].get("analysis") == spelled
@@ -150,4 +153,4 @@ def test_a_records_dated_analysis_or_none_reads_as_its_version():
 @pytest.mark.slow
 def test_the_committed_run_recorded_with_a_dated_analysis_recomputes_as_written():
     _, again, problems = check_run(assets_dir() / PRIMARY_RUN)
-    assert again.analysis == ANALYSIS and problems == []
+    assert again.analysis == FAMILIES_ANALYSIS and problems == [] and again.placements == {}

@@ -17,6 +17,7 @@ from recourse.benchmark.bootstrap import task_weights_drawn
 from recourse.benchmark.claims import claims, missing_claims
 from recourse.benchmark.recompute import check_run
 from recourse.benchmark.rows import family_of, family_rows, row_recourse
+from recourse.benchmark.run import placement_fields
 from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, read_columns, write_columns
 from recourse.benchmark.semantic import (
     RegisteredClaim, RegisteredFamily, compare_semantic, readings_of_scores, semantic_columns,
@@ -258,7 +259,8 @@ def test_a_run_with_a_registered_family_recomputes_its_claims_from_its_columns(t
     result = BenchmarkResult(date="d", command="c", split="test", n=60, attributes=SETTINGS.attributes,
                              accuracy_images=60, processes=1, seconds=1.0, settings=asdict(SETTINGS), rows=tuple(rows),
                              families=tuple(families), claims=tuple(claims(families, registered=REGISTERED)),
-                             columns=write_columns(tmp_path / COLUMNS_FILE, saved))
+                             columns=write_columns(tmp_path / COLUMNS_FILE, saved),
+                             **placement_fields(saved, SETTINGS))  # as a run writes it
     path = tmp_path / "benchmark.json"
     path.write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
     assert read_columns(tmp_path / COLUMNS_FILE).semantic["g"].judged.sum() == 30

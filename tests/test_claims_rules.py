@@ -130,7 +130,7 @@ def test_the_committed_runs_keep_their_claims_and_new_records_read_back_as_writt
                            settings=json.loads(json.dumps(asdict(SETTINGS))),
                            rows=(_row("fp32"),), families=tuple(families), claims=tuple(claims(families)))
     written = json.loads(json.dumps(made.to_dict(), allow_nan=False))
-    assert written["settings"]["analysis"] == "v2"
+    assert written["settings"]["analysis"] == "v3"
     assert {c["correction_family"] for c in written["claims"]} == {"primary", "secondary"}
     again = BenchmarkResult.from_dict(written)
     assert again.to_dict() == written

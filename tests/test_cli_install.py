@@ -125,7 +125,7 @@ def test_the_benchmark_command_names_the_analyses_of_the_settings():
     from recourse.benchmark.settings import ANALYSES, ANALYSIS, LEGACY_ANALYSIS
     from recourse.cli import benchmark
 
-    assert (benchmark.ANALYSIS, benchmark.LEGACY_ANALYSIS) == (ANALYSIS, LEGACY_ANALYSIS)
+    assert (benchmark.ANALYSES, benchmark.ANALYSIS, benchmark.LEGACY_ANALYSIS) == (ANALYSES, ANALYSIS, LEGACY_ANALYSIS)
     analysis = next(a for a in build_parser()._subparsers._group_actions[0].choices["benchmark"]._actions
                     if a.dest == "analysis")
     assert analysis.default == ANALYSIS and set(analysis.choices) == set(ANALYSES)

@@ -234,19 +234,22 @@ def test_a_benchmark_runs_analysis_is_an_option_and_is_reproduced_where_recorded
 
     command = "python -m recourse benchmark --data d --split test --tasks 500 --out out/b"
     parse = build_parser().parse_args
-    assert _benchmark_settings(parse(command.split()[3:])).analysis == "v2"
+    assert _benchmark_settings(parse(command.split()[3:])).analysis == "v3"
     assert _benchmark_settings(parse([*command.split()[3:], "--analysis", "v1"])).analysis == "v1"
+    assert _benchmark_settings(parse([*command.split()[3:], "--analysis", "v2"])).analysis == "v2"
     with pytest.raises(SystemExit):
-        parse([*command.split()[3:], "--analysis", "v3"])
+        parse([*command.split()[3:], "--analysis", "v4"])
     settings = json.loads(json.dumps(asdict(BenchmarkSettings())))
-    assert settings["analysis"] == "v2" and reproduction(command, settings) == command
+    assert settings["analysis"] == "v3" and reproduction(command, settings) == command
+    settings["analysis"] = "v2"  # the registered run's: shown with it
+    assert reproduction(command, settings) == command + " --analysis v2"
     settings["analysis"] = "v1"
     shown = reproduction(command, settings)
     assert shown == command + " --analysis v1" and reproduction(shown, settings) == shown
     settings["analysis"] = "2026-12-02"
     assert reproduction(command, settings) == shown
     settings["analysis"] = "2026-12-03"
-    assert reproduction(command, settings) == command
+    assert reproduction(command, settings) == command + " --analysis v2"
     del settings["analysis"]
     assert reproduction(command, settings) == shown
 

@@ -9,12 +9,12 @@ tests and the corrections of a published run, or see that a record and its colum
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from recourse.benchmark.claims import Claim, claims
 from recourse.benchmark.rows import FamilyRow, columns_family_rows, row_recourse
-from recourse.benchmark.run import BenchmarkResult
+from recourse.benchmark.run import BenchmarkResult, placement_fields
 from recourse.benchmark.saved_columns import SavedColumns, file_sha256, read_columns
 from recourse.benchmark.settings import FP32, BenchmarkSettings, recorded_analysis
 
@@ -29,6 +29,7 @@ class Recomputed:
     families: tuple[FamilyRow, ...]
     claims: tuple[Claim, ...]
     analysis: str
+    placements: dict = field(default_factory=dict)  # recourse.benchmark.run.placement_fields
 
 
 def columns_path(record_path: Path, result: BenchmarkResult) -> Path:
@@ -52,7 +53,7 @@ def recompute(result: BenchmarkResult, saved: SavedColumns) -> Recomputed:
             for row in students}
     families = tuple(columns_family_rows(list(result.rows), saved.rows, attributes, settings, saved.semantic))
     found = claims(list(families), analysis=analysis, registered=settings.primary_family)
-    return Recomputed(rows, families, tuple(found), analysis)
+    return Recomputed(rows, families, tuple(found), analysis, placement_fields(saved, settings))
 
 
 def differences(result: BenchmarkResult, again: Recomputed, tolerance: float = TOLERANCE) -> list[str]:
@@ -60,7 +61,8 @@ def differences(result: BenchmarkResult, again: Recomputed, tolerance: float = T
     relative to the larger value), one line each; [] where they agree. The recomputation is
     written as the record is (the same fields left out where unset), then compared field by field."""
     rows = tuple(replace(row, **again.rows[row.method]) if row.method in again.rows else row for row in result.rows)
-    rebuilt = replace(result, rows=rows, families=again.families, claims=again.claims).to_dict()
+    placed = {"noise_families": {}, "retrained_seeds": (), "placements": {}, "placement_claims": (), **again.placements}
+    rebuilt = replace(result, rows=rows, families=again.families, claims=again.claims, **placed).to_dict()
     found: list[str] = []
     _compare(result.to_dict(), rebuilt, "record", tolerance, found)
     return found

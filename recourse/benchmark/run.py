@@ -25,12 +25,13 @@ from recourse.benchmark.compared_models import (
     rerun_row,
 )
 from recourse.benchmark.floors import RERUN_FLOOR
+from recourse.benchmark.placed_rows import placement_claims, placements
 from recourse.benchmark.rows import (
     NEW_FAMILY_FIELDS, NEW_ROW_FIELDS, NOISE_CONTROL, REFERENCE_PREFIX, BenchmarkRow, FamilyRow, VariantFacts,
     benchmark_rows, family_of, family_rows, model_decisions,
 )
 from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, write_columns
-from recourse.benchmark.settings import FP32, BenchmarkSettings, recorded_analysis
+from recourse.benchmark.settings import ANALYSIS, FP32, BenchmarkSettings, recorded_analysis
 from recourse.benchmark.sweep import SweepPoint, sweep_points, sweep_records
 from recourse.benchmark.tasks import task_records
 from recourse.checkpoints import WEIGHTS_FILE, file_digest, folder_bytes, load_classifier, read_config
@@ -111,6 +112,13 @@ class BenchmarkResult:
     # the per-task columns saved beside the record ({"file": name beside it, "sha256"}), from
     # which recourse recompute-claims recomputes its statistics; {} where none were saved
     columns: dict = field(default_factory=dict)
+    # each placed row's matched-noise family (its draws' rows) and the retrained seeds' rows, then
+    # every placed row (recourse.benchmark.placed_rows.Placements.to_dict, without those two) and the
+    # registered placement claims; empty where the run's columns hold no such rows
+    noise_families: dict = field(default_factory=dict)
+    retrained_seeds: tuple[str, ...] = ()
+    placements: dict = field(default_factory=dict)
+    placement_claims: tuple[dict, ...] = ()
 
     def to_dict(self) -> dict:
         """JSON-ready: non-finite values (undefined metrics) are written as ``null``. Fields a
@@ -129,6 +137,14 @@ class BenchmarkResult:
             record["latency"] = [dict(row) for row in self.latency]
         if self.columns:
             record["columns"] = dict(self.columns)
+        if self.noise_families:
+            record["noise_families"] = {row: list(draws) for row, draws in self.noise_families.items()}
+        if self.retrained_seeds:
+            record["retrained_seeds"] = list(self.retrained_seeds)
+        if self.placements:
+            record["placements"] = dict(self.placements)
+        if self.placement_claims:
+            record["placement_claims"] = [dict(claim) for claim in self.placement_claims]
         if self.sweep:
             # a sweep recorded without intervals is written back without them
             record["sweep"] = [{k: v for k, v in asdict(point).items() if k != "intervals" or v} for point in self.sweep]
@@ -154,7 +170,11 @@ class BenchmarkResult:
                        processes=int(record["processes"]), seconds=float(record["seconds"]),
                        settings=dict(record["settings"]), rows=rows,
                        definitions=record.get("definitions", DEFINITIONS), families=families, sweep=sweep,
-                       claims=found, latency=tuple(record.get("latency", ())), columns=dict(record.get("columns", {})))
+                       claims=found, latency=tuple(record.get("latency", ())), columns=dict(record.get("columns", {})),
+                       noise_families={row: list(draws) for row, draws in record.get("noise_families", {}).items()},
+                       retrained_seeds=tuple(record.get("retrained_seeds", ())),
+                       placements=dict(record.get("placements", {})),
+                       placement_claims=tuple(record.get("placement_claims", ())))
         except (KeyError, TypeError, ValueError) as error:
             raise ValueError(f"not a benchmark record ({type(error).__name__}: {error})") from None
 
@@ -204,11 +224,17 @@ def _add_noise_controls(config: BenchmarkConfig, state, progress: Progress, teac
                         fingerprints: dict[str, str]) -> None:
     """The noise controls' rows added to ``students``, ``facts`` and ``fingerprints`` where the
     settings match them to one of the variants: the noise control, then each matched noise floor
-    (``settings.matched_noise``) of a variant the run has, each keyed by its details (its sigma,
+    (``settings.matched_noise``) of a variant or reference classifier the run has, each keyed by its details (its sigma,
     the variant it is matched to, its seed). The noise control's own variant gets no second
     floor: the noise control is matched to its agreement already."""
     settings = config.settings
-    matched = [v for v in settings.matched_noise if v in students and v != settings.noise_control]
+    # a retrained seed (a reference row, added after the controls) may have a floor matched to its agreement
+    references = {}
+    if any(v.startswith(REFERENCE_PREFIX) for v in settings.matched_noise):
+        references = {name: row[0] for name, row in reference_rows(config.reference_models).items()
+                      if name in settings.matched_noise}
+    candidates = {**students, **references}
+    matched = [v for v in settings.matched_noise if v in candidates and v != settings.noise_control]
     if settings.noise_control not in students and not matched:
         return
     matching = images
@@ -223,7 +249,7 @@ def _add_noise_controls(config: BenchmarkConfig, state, progress: Progress, teac
         controls.update(noise_controls(teacher, students, matching, settings.noise_control, teacher_bytes,
                                        settings.noise_draws, settings.noise_match_split, memo=memo))
     for variant in matched:
-        controls.update(noise_controls(teacher, students, matching, variant, teacher_bytes, settings.noise_draws,
+        controls.update(noise_controls(teacher, candidates, matching, variant, teacher_bytes, settings.noise_draws,
                                        settings.noise_match_split, own_floor=True, memo=memo))
     for name, (control, fact) in controls.items():
         students[name], facts[name] = control, fact
@@ -321,6 +347,23 @@ def _benchmark_result(config: BenchmarkConfig, state, started: float, records: l
         sweep=tuple(sweep_points(sweep, settings.margins, settings.bootstrap_samples)))
 
 
+def placement_fields(saved, settings: BenchmarkSettings) -> dict:
+    """The record's placement fields from a run's columns (``saved``): every placed row in its
+    matched-noise family and among the retrained seeds, and the registered placement claims
+    (:mod:`recourse.benchmark.placed_rows`); none where nothing is placed in a family."""
+    if settings.analysis != ANALYSIS:  # records of earlier analyses read back without placements
+        return {}
+    found = placements(saved, settings.noise_control, settings.noise_draws)
+    if not found.noise_families and len(found.retrained_seeds) < 2:
+        return {}
+    record = json_ready(found.to_dict())
+    fields = {"noise_families": record.pop("noise_families"), "retrained_seeds": tuple(record.pop("retrained_seeds")),
+              "placements": record}
+    if settings.placement_family is not None:
+        fields["placement_claims"] = tuple(json_ready(placement_claims(found, settings.placement_family)))
+    return fields
+
+
 def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> BenchmarkResult | None:
     """Run (or resume) the benchmark; writes ``benchmark.json`` under ``config.out``, and beside
     it every student row's per-task columns (:data:`COLUMNS_FILE`, named in the record with its
@@ -358,7 +401,8 @@ def run_benchmark(config: BenchmarkConfig, progress: Progress = silent) -> Bench
         result = _benchmark_result(config, state, started, records, sweep, teacher, students, facts, images, labels,
                                    teacher_bytes, decided, foreign)
         saved = columns_of_records(records, [row.method for row in result.rows if row.method != FP32])
-        result = replace(result, columns=write_columns(config.out / COLUMNS_FILE, saved))
+        result = replace(result, columns=write_columns(config.out / COLUMNS_FILE, saved),
+                         **placement_fields(saved, config.settings))
         (config.out / "benchmark.json").write_text(json.dumps(result.to_dict(), indent=2) + "\n")
     state.wait_for_everyone()
     return result

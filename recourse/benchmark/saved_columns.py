@@ -7,7 +7,9 @@ each task's id and attribute, the student rows' names in the table's order, and 
 :class:`recourse.audit.paired.RecourseColumns` stacked over the rows (``(rows, tasks)``, the partial
 edits ``(rows, tasks, α)``), and the judges' readings of each row's own recourse and of the
 teacher's (:class:`recourse.benchmark.semantic.SemanticColumns`, as ``semantic_<field>``;
-a file without them reads back without them). The record names the file and its SHA-256.
+a file without them reads back without them; ``semantic_face_seen``, whether the judge already
+sees each face on its target's side, is written where every row's records kept it, and a file
+without it reads back with None there). The record names the file and its SHA-256.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import numpy as np
 import torch
 
 from recourse.audit.paired import RecourseColumns
-from recourse.benchmark.semantic import SEMANTIC_FIELDS, SemanticColumns, semantic_columns
+from recourse.benchmark.semantic import OPTIONAL_SEMANTIC_FIELDS, SEMANTIC_FIELDS, SemanticColumns, semantic_columns
 from recourse.benchmark.tasks import record_columns
 
 COLUMNS_FILE = "benchmark-columns.npz"
@@ -30,6 +32,7 @@ _DTYPES = {"target": np.int64, "teacher_valid": np.bool_, "student_accepts_teach
            "student_valid": np.bool_, "semantic_judged": np.bool_, "semantic_teacher_seen": np.bool_,
            "semantic_student_seen": np.bool_}  # the rest float64
 _SEMANTIC = tuple(f"semantic_{name}" for name in SEMANTIC_FIELDS)
+_OPTIONAL = tuple(f"semantic_{name}" for name in OPTIONAL_SEMANTIC_FIELDS)  # written where every row has it
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,10 @@ def write_columns(path: Path, saved: SavedColumns) -> dict:
         for name, key in zip(SEMANTIC_FIELDS, _SEMANTIC):
             stacked = [getattr(saved.semantic[row], name).numpy() for row in names]
             arrays[key] = np.stack(stacked).astype(_DTYPES.get(key, np.float64)) if stacked else np.zeros((0, 0))
+        for name, key in zip(OPTIONAL_SEMANTIC_FIELDS, _OPTIONAL):
+            stacked = [getattr(saved.semantic[row], name) for row in names]
+            if stacked and all(column is not None for column in stacked):
+                arrays[key] = np.stack([column.numpy() for column in stacked]).astype(np.float64)
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_name(path.name + ".tmp.npz")
     np.savez_compressed(temporary, **arrays)
@@ -93,13 +100,15 @@ def read_columns(path: Path) -> SavedColumns:
     if present and len(present) != len(_SEMANTIC):
         raise ValueError(f"{path}: the judges' readings are incomplete (missing: "
                          f"{', '.join(k for k in _SEMANTIC if k not in arrays)})")
-    for name in (*_FIELDS, *present):
+    optional = [key for key in _OPTIONAL if key in arrays and present]
+    for name in (*_FIELDS, *present, *optional):
         if arrays[name].shape[:2] != (len(names), tasks):
             raise ValueError(f"{path}: {name} has shape {arrays[name].shape}, not ({len(names)}, {tasks}, ...)")
     rows = {row: RecourseColumns(**{name: torch.from_numpy(np.ascontiguousarray(arrays[name][k]))
                                     for name in _FIELDS}) for k, row in enumerate(names)}
     semantic = {row: SemanticColumns(**{name: torch.from_numpy(np.ascontiguousarray(arrays[key][k]))
-                                        for name, key in zip(SEMANTIC_FIELDS, _SEMANTIC)})
+                                        for name, key in zip((*SEMANTIC_FIELDS, *OPTIONAL_SEMANTIC_FIELDS),
+                                                             (*_SEMANTIC, *_OPTIONAL)) if key in arrays})
                 for k, row in enumerate(names)} if present else {}
     return SavedColumns(tuple(int(t) for t in arrays["tasks"]), tuple(str(a) for a in arrays["attributes"]), rows,
                         semantic)

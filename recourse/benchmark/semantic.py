@@ -165,15 +165,21 @@ class SemanticColumns:
     student_score: torch.Tensor
     teacher_shift: torch.Tensor
     student_shift: torch.Tensor
+    # float64: 1 where the judge already sees the face x itself on the target's side, 0 where it
+    # does not, NaN where the task is not judged or the judge finds no face in x; None: a run whose
+    # records did not keep it (recourse.benchmark.newly_seen reads it)
+    face_seen: torch.Tensor | None = None
 
     def __len__(self) -> int:
         return len(self.judged)
 
     def select(self, index: torch.Tensor) -> "SemanticColumns":
-        return SemanticColumns(**{name: getattr(self, name)[index] for name in self.__dataclass_fields__})
+        return SemanticColumns(**{name: None if getattr(self, name) is None else getattr(self, name)[index]
+                                  for name in self.__dataclass_fields__})
 
 
-SEMANTIC_FIELDS = tuple(SemanticColumns.__dataclass_fields__)
+OPTIONAL_SEMANTIC_FIELDS = ("face_seen",)  # a columns file written before it lacks it
+SEMANTIC_FIELDS = tuple(name for name in SemanticColumns.__dataclass_fields__ if name not in OPTIONAL_SEMANTIC_FIELDS)
 
 
 def _optional(value) -> float:
@@ -196,7 +202,9 @@ def semantic_columns(records: list[dict], method: str) -> SemanticColumns:
         teacher_score=torch.tensor([_optional(r.get("teacher_judge_score")) for r in records], dtype=torch.float64),
         student_score=torch.tensor([_optional(s.get("judge_score")) for s in student], dtype=torch.float64),
         teacher_shift=torch.tensor([_optional(r.get("teacher_judge_shift")) for r in records], dtype=torch.float64),
-        student_shift=torch.tensor([_optional(s.get("judge_shift")) for s in student], dtype=torch.float64))
+        student_shift=torch.tensor([_optional(s.get("judge_shift")) for s in student], dtype=torch.float64),
+        face_seen=torch.tensor([_optional(r.get("teacher_judge_face_seen")) for r in records], dtype=torch.float64)
+        if records and all("teacher_judge_face_seen" in r for r in records) else None)
 
 
 def teacher_semantic(records: list[dict]) -> tuple[float | None, int]:

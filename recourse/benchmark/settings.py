@@ -8,6 +8,7 @@ import hashlib
 import json
 from dataclasses import asdict, dataclass
 
+from recourse.benchmark.placement_claims import RegisteredPlacements
 from recourse.benchmark.semantic import RegisteredFamily
 from recourse.data import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, attribute_index
 from recourse.generation import CounterfactualConfig
@@ -28,16 +29,19 @@ EQUIVALENCE_MARGINS: tuple[tuple[str, float], ...] = (
 # TOST apart. ANALYSIS, the default: family means in either order, claims without duplicates or
 # 0-against-0, TOST inside the correction families. A run records its version, so that every
 # record keeps the numbers it was written with.
+# v3: v2 and each row placed in its matched-noise family and among the retrained seeds
+# (recourse.benchmark.placed_rows), recorded beside the claims; v2 records have no placements.
 LEGACY_ANALYSIS = "v1"
-ANALYSIS = "v2"
-ANALYSES = (LEGACY_ANALYSIS, ANALYSIS)
+FAMILIES_ANALYSIS = "v2"
+ANALYSIS = "v3"
+ANALYSES = (LEGACY_ANALYSIS, FAMILIES_ANALYSIS, ANALYSIS)
 # The versions as records written before they had names spell them (a record format: kept so
 # that those records read back).
-DATED_ANALYSES = {"2026-12-02": LEGACY_ANALYSIS, "2026-12-03": ANALYSIS}
+DATED_ANALYSES = {"2026-12-02": LEGACY_ANALYSIS, "2026-12-03": FAMILIES_ANALYSIS}
 # The value a record that lacks one of these settings was made with (BenchmarkSettings.from_record).
 LEGACY_SETTINGS = {"student_stop": "twin", "noise_draws": 1, "noise_match_split": None, "seed_level": "resample",
                    "task_weights": "multinomial", "equivalence_margins": (), "analysis": LEGACY_ANALYSIS,
-                   "matched_noise": ()}
+                   "matched_noise": (), "placement_family": None}
 # the generation settings' likewise: the cone walk, and edits over the whole frame
 LEGACY_COUNTERFACTUAL = {"method": "pca-walk-cone", "region_mask": False}
 
@@ -78,6 +82,10 @@ class BenchmarkSettings:
     # claim is secondary. None: the claims on all tasks are the primary family, those of the
     # attribute groups the secondary one (recourse.benchmark.claims). No chunk depends on it.
     primary_family: RegisteredFamily | None = None
+    # The registered placement claims (recourse.benchmark.placed_rows): each row inside or outside
+    # its matched-noise family or the retrained seeds, Holm over exactly themselves. None: the
+    # placements are read, and no claim is made of them. No chunk depends on it.
+    placement_family: RegisteredPlacements | None = None
 
     def __post_init__(self) -> None:
         # a record's older spelling of its analysis reads as the version it names
@@ -127,6 +135,9 @@ class BenchmarkSettings:
             raise ValueError(f"analysis must be one of {', '.join(ANALYSES)}, got {self.analysis!r}")
         if self.primary_family is not None and not isinstance(self.primary_family, RegisteredFamily):
             raise ValueError(f"primary_family must be a RegisteredFamily, got {type(self.primary_family).__name__}")
+        if self.placement_family is not None and not isinstance(self.placement_family, RegisteredPlacements):
+            raise ValueError(f"placement_family must be a RegisteredPlacements, "
+                             f"got {type(self.placement_family).__name__}")
 
     @classmethod
     def from_record(cls, recorded: dict) -> "BenchmarkSettings":
@@ -144,6 +155,8 @@ class BenchmarkSettings:
         values["equivalence_margins"] = tuple((str(m), float(v)) for m, v in values["equivalence_margins"])
         if values.get("primary_family") is not None:
             values["primary_family"] = RegisteredFamily.from_dict(values["primary_family"])
+        if values.get("placement_family") is not None:
+            values["placement_family"] = RegisteredPlacements.from_dict(values["placement_family"])
         return cls(**values)
 
     def student_inputs(self) -> dict[str, str]:
@@ -161,7 +174,7 @@ class BenchmarkSettings:
                    # a student's stop keys its own part (student_inputs); the noise draws key
                    # theirs by their details; the rest only changes the table, not a chunk
                    "student_stop", "noise_draws", "noise_match_split", "matched_noise", "seed_level",
-                   "task_weights", "equivalence_margins", "analysis", "primary_family")
+                   "task_weights", "equivalence_margins", "analysis", "primary_family", "placement_family")
         settings = {k: v for k, v in asdict(self).items() if k not in ignored}
         text = json.dumps({"settings": settings, "inputs": inputs}, sort_keys=True, default=str)
         return hashlib.sha256(text.encode()).hexdigest()[:16]

@@ -24,7 +24,7 @@ from torch import nn
 from recourse.audit.paired import (
     PARTIAL_FRACTIONS, RecourseColumns, Student, boundary_logits, flip_targets, student_recourse,
 )
-from recourse.benchmark.semantic import JudgeReadings, is_judged, judge_counterfactuals
+from recourse.benchmark.semantic import JudgeReadings, is_judged, judge_calibration, judge_counterfactuals
 from recourse.benchmark.settings import FP32, BenchmarkSettings
 from recourse.caches import CacheMismatch, arrays_digest, check_fields, discard, json_digest, read_tensors, write_tensors
 from recourse.data import to_float_images
@@ -185,7 +185,7 @@ def task_records(images: torch.Tensor, teacher: nn.Module, students: dict[str, S
         chunk = [{"task": start + k, "attribute": a, "target": int(fp32["target"][k]),
                   "teacher_valid": bool(fp32["valid"][k]), "teacher_cost": float(fp32["cost"][k]),
                   "teacher_logit": float(fp32["logit"][k]), "teacher_partial": [float(v) for v in fp32["partial"][k]],
-                  **_teacher_judge_record(fp32, k), "students": {}}
+                  **_teacher_judge_record(fp32, k, a), "students": {}}
                  for a, rows in attribute_groups(start, stop - start, settings) for k in rows]
         chunk.sort(key=lambda r: r["task"])
         for method, student in students.items():
@@ -246,12 +246,20 @@ def kept_teacher_summary(kept_dir: Path, x: torch.Tensor, start: int, fingerprin
     return (summary, metadata.get("counterfactuals_sha256")) if with_digest else summary
 
 
-def _teacher_judge_record(part: dict[str, torch.Tensor], k: int) -> dict:
-    """Task ``k``'s teacher readings as a task record keeps them (None where not judged)."""
+def _teacher_judge_record(part: dict[str, torch.Tensor], k: int, attribute: str) -> dict:
+    """Task ``k``'s teacher readings as a task record keeps them (None where not judged), and
+    whether the judge already sees the face itself on the target's side (``teacher_judge_face_seen``,
+    at the judge's calibrated threshold; None where not judged or no face was found in it)."""
     seen = float(part["judge_seen"][k])
+    face = float(part["judge_face"][k])
+    face_seen = None
+    if not math.isnan(seen) and math.isfinite(face):
+        threshold = judge_calibration(attribute).threshold
+        face_seen = (face >= threshold) == (int(part["target"][k]) == 1)
     return {"teacher_judge_seen": None if math.isnan(seen) else bool(seen),
             "teacher_judge_score": _finite_or_none(part["judge_score"][k]),
-            "teacher_judge_shift": _finite_or_none(part["judge_shift"][k])}
+            "teacher_judge_shift": _finite_or_none(part["judge_shift"][k]),
+            "teacher_judge_face_seen": face_seen}
 
 
 # Cached parts are checked before use: a part whose key, task count or checksum does not

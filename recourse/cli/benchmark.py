@@ -11,9 +11,10 @@ from recourse.cli.common import (
 from recourse.locations import variants_dir
 from recourse.names import DEFAULT_ATTRIBUTES, HELD_OUT_ATTRIBUTES, METHODS, SPLITS
 
-# recourse.benchmark.settings' ANALYSIS and LEGACY_ANALYSIS, named here without importing torch (a
-# test keeps them equal): the default analysis version and the first one
-ANALYSIS, LEGACY_ANALYSIS = "v2", "v1"
+# recourse.benchmark.settings' ANALYSES, ANALYSIS and LEGACY_ANALYSIS, named here without importing
+# torch (a test keeps them equal): every analysis version, the default and the first one
+ANALYSES = ("v1", "v2", "v3")
+ANALYSIS, LEGACY_ANALYSIS = "v3", "v1"
 
 
 def register(commands) -> None:
@@ -59,14 +60,19 @@ def register(commands) -> None:
                        help="the intervals' seed level: s/sqrt(k)·t(k-1) (default) or the seeds resampled")
     bench.add_argument("--task-weights", choices=("multinomial", "dirichlet"), default="multinomial",
                        help="the intervals' task level: the ordinary bootstrap (default) or the Bayesian one")
-    bench.add_argument("--analysis", choices=(ANALYSIS, LEGACY_ANALYSIS), default=ANALYSIS,
+    bench.add_argument("--analysis", choices=ANALYSES, default=ANALYSIS,
                        help=f"the analysis version, how families are compared and claims counted: {ANALYSIS} "
-                            "(default; family means in either order, TOST inside the correction families) or "
+                            "(default; v2 and each row placed in its matched-noise family and among the retrained "
+                            "seeds), v2 (family means in either order, TOST inside the correction families) or "
                             f"{LEGACY_ANALYSIS} (seed k against seed k mod K, every test one family; a record that "
                             "names no analysis was made with it; docs/metrics.md, \"Analysis versions\")")
     bench.add_argument("--primary-family", metavar="FILE",
                        help="a registered primary family (assets/results/benchmark-primary.json): its claims are "
                             "read by Holm over exactly themselves and every other claim is secondary (docs/metrics.md)")
+    bench.add_argument("--placement-family", metavar="FILE",
+                       help="registered placement claims (assets/results/benchmark-placement.json): rows inside or "
+                            "outside their matched-noise family or the retrained seeds, Holm over exactly those "
+                            "claims; the run must be the one the file registered")
     bench.add_argument("--reference-models", nargs="*", default=[],
                        help="other full-precision classifier folders (independently retrained seeds), each a "
                             "reference row fp32-ref-<folder>, together the family fp32-ref: the bottom floor of "
@@ -84,6 +90,7 @@ def register(commands) -> None:
 def _benchmark_settings(args: argparse.Namespace):
     """The BenchmarkSettings of a parsed ``benchmark`` command."""
     from recourse.benchmark import BenchmarkSettings
+    from recourse.benchmark.placement_claims import RegisteredPlacements
     from recourse.benchmark.semantic import RegisteredFamily
 
     return BenchmarkSettings(n=args.n, first_task=args.first_task, attributes=tuple(args.attributes),
@@ -97,7 +104,9 @@ def _benchmark_settings(args: argparse.Namespace):
                              noise_match_split=None if args.noise_match_split == "tasks" else args.noise_match_split,
                              seed_level=args.seed_level, task_weights=args.task_weights, analysis=args.analysis,
                              primary_family=RegisteredFamily.from_file(args.primary_family)
-                             if args.primary_family else None)
+                             if args.primary_family else None,
+                             placement_family=RegisteredPlacements.from_file(args.placement_family)
+                             if getattr(args, "placement_family", None) else None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -113,8 +122,9 @@ def run(args: argparse.Namespace) -> int:
         reference_models=tuple(Path(folder) for folder in args.reference_models),
         models=tuple(Path(card) for card in args.models), rerun_floor=args.rerun_floor,
         kept=Path(args.keep_dir) if args.keep_dir else None)
-    if args.primary_family:
-        _refuse_unregistered_run(args.primary_family, config)
+    for registration in (args.primary_family, args.placement_family):
+        if registration:
+            _refuse_unregistered_run(registration, config)
     result = run_benchmark(config, stage_bars("task"))
     if result is not None:
         write_markdown(result, config.out)
@@ -144,5 +154,6 @@ def _refuse_unregistered_run(path: str, config) -> None:
         raise SystemExit(f"error: {error}")
     if found:
         raise SystemExit(f"error: this run is not the one {path} registered: " + "; ".join(found)
-                         + ". Run the registered settings, or drop --primary-family for an exploratory run.")
+                         + ". Run the registered settings, or drop --primary-family and --placement-family for an "
+                           "exploratory run.")
 
