@@ -134,6 +134,25 @@ def test_a_kept_sigma_is_measured_once_instead_of_bisected_and_a_wrong_one_is_bi
         compared_models.noise_controls(teacher, students, images, "ptq-int4", 1000, draws=2, memo=tmp_path)
 
 
+def test_the_processes_of_a_run_bisect_each_draw_once_between_them(tmp_path, monkeypatch):
+    from recourse.benchmark import compared_models
+
+    teacher, students = _teacher_and_students()
+    images = torch.rand(120, 3, 16, 16, generator=torch.Generator().manual_seed(0))
+    variants = ["ptq-int4", "ptq-int8"]
+    shares = [compared_models.share_noise_sigmas(teacher, students, images, variants, 3, tmp_path, k, 2)
+              for k in range(2)]
+    assert shares == [3, 3] and len(list(tmp_path.glob("noise-sigma-*.json"))) == 6
+
+    def no_bisection(*args, **kwargs):
+        raise AssertionError("bisected although another process kept the sigma")
+
+    monkeypatch.setattr(compared_models, "matched_noise", no_bisection)
+    for variant in variants:  # every process then reads every draw's kept sigma
+        compared_models.noise_controls(teacher, students, images, variant, 1000, draws=3, memo=tmp_path,
+                                       own_floor=variant != "ptq-int4")
+
+
 def test_a_run_adds_a_floor_per_named_variant_it_has_each_keyed_by_its_details(tmp_path):
     from recourse.benchmark.run import _add_noise_controls
 

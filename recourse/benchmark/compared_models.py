@@ -65,8 +65,7 @@ def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], match
     :func:`recourse.benchmark.rows.matched_noise_draw`) rather than the noise control. ``memo``: the
     folder where each draw's sigma is kept (:func:`remembered_noise`)."""
     sample = to_float_images(matching[:NOISE_MATCH_IMAGES])
-    with torch.no_grad():
-        target = agreement(decisions(teacher(sample)), decisions(students[matched_to].decider(sample)))
+    target = matched_agreement(teacher, students[matched_to], sample)
     controls = {}
     for draw in range(draws):
         control = remembered_noise(teacher, sample, target, draw, memo)
@@ -84,6 +83,29 @@ def noise_controls(teacher: torch.nn.Module, students: dict[str, Student], match
         controls[name] = (Student(name, control.model, control.model),
                           VariantFacts(False, 32.0, 0.0, size_bytes, details, "control"))
     return controls
+
+
+@torch.no_grad()
+def matched_agreement(teacher: torch.nn.Module, student: Student, sample: torch.Tensor) -> float:
+    """The decision agreement (%) with the teacher on ``sample`` that a noise floor of ``student`` matches."""
+    return agreement(decisions(teacher(sample)), decisions(student.decider(sample)))
+
+
+def share_noise_sigmas(teacher: torch.nn.Module, students: dict[str, Student], matching: torch.Tensor,
+                       variants: list[str], draws: int, memo: Path, index: int, count: int) -> int:
+    """Bisect this process's share (every ``count``-th, from ``index``) of the draws of the noise
+    floors matched to ``variants`` into ``memo``, so that the processes of a run bisect each draw once
+    between them (a draw takes about 75 s of one core) and then all read the kept sigmas. Returns
+    how many this process bisected or found kept."""
+    sample = to_float_images(matching[:NOISE_MATCH_IMAGES])
+    jobs = [(variant, draw) for variant in variants for draw in range(draws)]
+    targets: dict[str, float] = {}
+    mine = jobs[index::count]
+    for variant, draw in mine:
+        if variant not in targets:
+            targets[variant] = matched_agreement(teacher, students[variant], sample)
+        remembered_noise(teacher, sample, targets[variant], draw, memo)
+    return len(mine)
 
 
 def remembered_noise(teacher: torch.nn.Module, sample: torch.Tensor, target: float, seed: int,

@@ -22,7 +22,7 @@ from recourse.audit.paired import Student
 from recourse.benchmark.claims import Claim, claims
 from recourse.benchmark.compared_models import (
     VARIANT_ID, foreign_rows, load_variants, noise_controls, reference_name, reference_rows, rerun_fingerprint,
-    rerun_row,
+    rerun_row, share_noise_sigmas,
 )
 from recourse.benchmark.floors import RERUN_FLOOR
 from recourse.benchmark.placed_rows import placement_claims, placements
@@ -244,6 +244,11 @@ def _add_noise_controls(config: BenchmarkConfig, state, progress: Progress, teac
                 Path(config.data), settings.noise_match_split, teacher.config.resolution, config.image_cache,
                 lambda done, total: progress(f"loading {settings.noise_match_split}", done, total)).images)
     memo = config.kept or config.out / "noise-sigmas"  # the kept folder travels to the next session with the parts
+    if state is not None and state.num_processes > 1:  # each draw bisected once, by one process
+        floors = ([settings.noise_control] if settings.noise_control in students else []) + matched
+        share_noise_sigmas(teacher, candidates, matching, floors, settings.noise_draws, memo, state.process_index,
+                           state.num_processes)
+        state.wait_for_everyone()
     controls = {}
     if settings.noise_control in students:
         controls.update(noise_controls(teacher, students, matching, settings.noise_control, teacher_bytes,
