@@ -38,6 +38,15 @@ from recourse.benchmark.semantic import JUDGED
 from recourse.benchmark.statistics import pairs_for_paired_proportions
 
 PRIMARY_RUN = Path("assets/results/benchmark-primary-run")
+# What changed after the first registration (commit e5718a8), each before any result of the run
+AMENDMENTS = (
+    {"date": "2026-12-07", "before_any_result": True,
+     "changed": "the wording of power.how: the claims are the largest set in which each has 80% power at α over the "
+                "set's size, as the committed script chose them",
+     "why": "the first file's wording described an earlier draft of the rule (drop the underpowered, recompute α, "
+            "repeat), which the committed script no longer ran",
+     "unchanged": "the claims, the rule, α, N, the rows, the floors, the first task"},
+)
 ROWS = ("ptq-int8", "ptq-int4", "gptq", "cf-ptq", "cfq-qat", "mixedprec-qat", "kd-quant", "prune-quant",
         "gptq-int2", "cfq-qat-b2", "mixedprec-qat-b2")
 SEEDS = ("fp32-ref-classifier-seed1", "fp32-ref-classifier-seed2", "fp32-ref-classifier-seed3")
@@ -176,6 +185,7 @@ def registration(record: dict, values: dict[str, dict[str, float]], command: str
     return {
         "command": command,
         "registered": "2026-12-07",
+        "amendments": list(AMENDMENTS),
         "issue": 54,
         "question": ("Does a compression method move a model's recourse more than weight noise that costs the "
                      "same decision agreement with the teacher?"),
@@ -212,8 +222,8 @@ def registration(record: dict, values: dict[str, dict[str, float]], command: str
                     "line through the observed families' means over their agreements); family sd: the observed "
                     f"pooled within-family sd at {OBSERVED_TASKS} tasks × √({OBSERVED_TASKS} / N); power of the "
                     f"prediction test with {DRAWS} draws at α / claims. Every row × (DirSim, CRG) was a candidate; "
-                    "the claims with less than 80% power at N were dropped, and α recomputed over those left, until "
-                    "none was left to drop"),
+                    "the claims are the largest set of them in which each has at least 80% power at N and α over "
+                    "the set's own size"),
             "claims": power,
             "left_out": left_out,
         },

@@ -12,7 +12,7 @@ from recourse.render.benchmark import (
 from recourse.render.claims import correction_name, held_claims
 from recourse.render.floors import floors_section
 from recourse.render.sweep_curves import curve_charts
-from scripts.docs.results import default_benchmark, files, primary_benchmark
+from scripts.docs.results import default_benchmark, files, placement_benchmark, primary_benchmark
 
 METRIC_NAMES = {"vd": ("VD", "lower", 1), "fa_75": ("FA¾", "lower", 1), "logit_gap": ("|Δlogit|", "lower", 2),
                 "crg": ("CRG", "lower", 3), "dirsim": ("DirSim", "higher", 1)}
@@ -145,7 +145,8 @@ EARLIER_RUNS = ("The runs below came before the registered one: the recourse dir
 
 
 def page() -> list[str]:
-    return [*primary_benchmark.section(files.load, benchmark_tables), "## Earlier runs on the default generator", "",
+    return [*placement_benchmark.section(files.load), *primary_benchmark.section(files.load, benchmark_tables),
+            "## Earlier runs on the default generator", "",
             EARLIER_RUNS, "",
             *direction_section(), *default_benchmark.section(files.load, benchmark_tables)]
 
