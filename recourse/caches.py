@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import warnings
 from collections.abc import Mapping
 from pathlib import Path
@@ -67,7 +68,7 @@ def write_tensors(path: Path, tensors: dict[str, torch.Tensor], fields: Mapping[
     path = Path(path)
     tensors = {name: tensor.contiguous() for name, tensor in tensors.items()}
     metadata = {**{k: str(v) for k, v in fields.items()}, "sha256": arrays_digest(tensors)}
-    temporary = path.with_suffix(".tmp")
+    temporary = path.with_suffix(f".{os.getpid()}.tmp")  # two processes writing one key never share a half file
     save_file(tensors, str(temporary), metadata=metadata)
     temporary.replace(path)
 

@@ -1,7 +1,8 @@
 """Shared fixtures: tiny CelebA folders and models made on the fly, the real data when present,
 and the two tiers of the suite.
 
-``python -m pytest -q`` runs the fast tier: every test not marked ``slow`` (the end-to-end,
+``python -m pytest -q -n 2`` runs the fast tier on two worker processes (pytest-xdist; the modules
+that share one app are one ``xdist_group``, run by one worker): every test not marked ``slow`` (the end-to-end,
 browser, real-model and real-data checks, as diffusers gates its own slow tests).
 ``RECOURSE_FULL=1`` is the one switch for the full tier (``.ci/run`` sets it): every test runs,
 and a missing prerequisite fails its test instead of skipping it.
@@ -71,6 +72,10 @@ def pytest_configure(config: pytest.Config) -> None:
     # the apps the tests start skip the warm-up audit (about 12 s each here): what they check
     # is served, not the first user's wait; tests/test_app_startup.py checks the warm-up itself
     os.environ.setdefault("RECOURSE_WARM_UP", "0")
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        # one torch thread per worker: the suite runs as -n 2 on two cores (README), and two workers of
+        # two threads each would take turns on them
+        torch.set_num_threads(1)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

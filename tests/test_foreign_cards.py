@@ -50,7 +50,14 @@ def _mutate(card: dict, dotted: str, value) -> dict:
     return card
 
 
-_DELETE = object()
+class _Deleted:
+    """The field is left out of the card (its repr names the test the same in every process)."""
+
+    def __repr__(self) -> str:
+        return "<deleted>"
+
+
+_DELETE = _Deleted()
 # (the change, the field the message must name, a word of the fix it must give)
 BAD_CARDS = [
     ("format", _DELETE, "'format'", "add"),

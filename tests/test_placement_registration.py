@@ -56,3 +56,72 @@ def _generator():
     from recourse.locations import generator_dir
 
     return generator_dir()
+
+
+def _commits(*paths: str) -> list[str]:
+    import subprocess
+
+    from recourse.locations import project_root
+
+    try:
+        return subprocess.run(["git", "log", "--reverse", "--format=%ct", "--", *paths], cwd=project_root(),
+                              capture_output=True, text=True, timeout=60, check=True).stdout.split()
+    except (OSError, subprocess.SubprocessError):
+        return []
+
+
+def test_the_registration_was_committed_before_any_part_of_its_run():
+    from scripts.docs.results import placement_benchmark
+
+    registration = _commits(f"assets/results/{placement_benchmark.REGISTRATION}")
+    results = _commits(placement_benchmark.PARTS, f"assets/results/{placement_benchmark.RUN_FOLDER}")
+    if not registration:
+        pytest.skip("no git history here (an export without .git)")
+    assert results, "the run's kept parts are committed"
+    assert int(registration[-1]) <= int(results[0])  # every commit of the registration (the amendment too) first
+
+
+def test_the_page_gives_the_run_s_command_and_its_progress_until_it_is_done():
+    from scripts.docs.results import files, placement_benchmark
+
+    text = "\n".join(placement_benchmark.section(lambda name: files.load(name) if name != placement_benchmark.RUN
+                                                  else None))
+    assert placement_benchmark.RUN_COMMAND in text and "Not finished:" in text
+    assert f"of its {placement_benchmark.expected_parts(json.loads(REGISTERED.read_text()))} student parts" in text
+    assert "23, α 0.05 by Holm" in text and "**Amended 2026-12-07, before any result:**" in text
+    # the run's command is the registered run: nothing in it deviates
+    from recourse.cli import build_parser
+    from recourse.cli.benchmark import _benchmark_settings
+
+    words = placement_benchmark.RUN_COMMAND.split()
+    args = build_parser().parse_args(words[words.index("-m") + 2:])
+    settings = _benchmark_settings(args)
+    run = registered_run(REGISTERED)
+    assert deviations(run, split=args.split, first_task=settings.first_task, tasks=settings.n,
+                      attributes=settings.attributes, margin=settings.counterfactual.margin,
+                      variants=tuple(args.variants), generator=args.generator or str(_generator()),
+                      noise_draws=settings.noise_draws, matched_noise=settings.matched_noise,
+                      rerun_floor=args.rerun_floor, reference_models=len(args.reference_models)) == []
+    assert settings.placement_family == RegisteredPlacements.from_file(REGISTERED)
+
+
+def test_the_page_reads_the_claims_and_every_row_from_a_record():
+    from scripts.docs.results import placement_benchmark
+
+    placed = {"value": 92.0, "mean": 93.0, "sd": 0.5, "p": 0.07}
+    record = {"placement_claims": [
+        {"row": "ptq-int4", "metric": "dirsim", "against": "noise", "value": 92.0, "family_mean": 93.0,
+         "family_sd": 0.5, "members": 10, "t": -1.9, "p": 0.07, "p_holm": 1.0, "empirical_p": 0.18,
+         "reading": "inside its family"},
+        {"row": "gone", "metric": "crg", "against": "noise", "value": None, "family_mean": None, "family_sd": None,
+         "members": 0, "t": None, "p": None, "p_holm": None, "empirical_p": None, "reading": "no reading"}],
+        "placements": {"seed_margins": {"Smiling": 7.4}, "rows": {"ptq-int4": {
+            "values": {}, "noise": {"dirsim": placed, "crg": None, "newly_seen": None},
+            "seeds": {"dirsim": None, "crg": None, "newly_seen": None},
+            "newly_seen": {"all": {"share": 40.0, "teacher": 45.0, "tasks": 60, "row_only": 2, "teacher_only": 5}},
+            "within_seed_spread": {"Smiling": False, "Young": True}}}}}
+    text = "\n".join(placement_benchmark.results(record))
+    assert "| ptq-int4 | DirSim % | 92.000 | 93.000 ± 0.500 (10) | 0.07 | 1 | 0.18 | **inside its family** |" in text
+    assert "| gone | CRG | — |" in text and "no reading" in text
+    assert "| ptq-int4 | 92.0 in 93.0 ± 0.5 (p 0.07) | — | — | — | 40.0 / 45.0 (2 / 5) | — | Smiling |" in text
+    assert "Smiling 7.4" in text and placement_benchmark.RECOMPUTE in text
