@@ -93,6 +93,13 @@ def results(record: dict) -> list[str]:
         lines.append(f"| {c['row']} | {METRIC_NAMES[c['metric']]} | {c['value']:.3f} | {c['family_mean']:.3f} ± "
                      f"{c['family_sd']:.3f} ({c['members']}) | {c['p']:.2g} | {c['p_holm']:.2g} | "
                      f"{c['empirical_p']:.2f} | **{c['reading']}** |")
+    seeds = [c for c in claims if c["row"].startswith("fp32-ref-") and c["value"] is not None]
+    if seeds:
+        readings = "; ".join(f"{c['row']} {METRIC_NAMES[c['metric']]} {c['reading']}" for c in seeds)
+        lines += ["", f"The retrained seeds, read by the same rule as a row: {readings}. A seed outside its noise "
+                      "family says retraining moves recourse more than weight noise of the same agreement does. "
+                      "\"Inside its family\" is not \"equivalent to the teacher\": it says the run could not tell the "
+                      "row from its noise draws, with the power registered above."]
     lines += ["", "### Every row in its families (secondary, unadjusted p)", "",
               "Each statistic as: value in the family's mean ± sd (the prediction t's two-sided p). Newly seen: the "
               "row's share and the teacher's on the same movable tasks, the discordant tasks (row only / teacher "
