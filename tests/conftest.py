@@ -79,7 +79,12 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """The fast tier leaves out the tests marked ``slow`` (deselected, so they are not skips)."""
+    """Each module is one xdist group unless it names its own (``--dist loadgroup``: a worker runs a
+    module whole, so its module- and session-scoped models and apps start once, as in one process).
+    The fast tier leaves out the tests marked ``slow`` (deselected, so they are not skips)."""
+    for item in items:
+        if item.get_closest_marker("xdist_group") is None:
+            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
     if full_tier():
         return
     slow = [item for item in items if item.get_closest_marker("slow") is not None]

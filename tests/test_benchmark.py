@@ -181,7 +181,7 @@ def test_benchmark_writes_the_table_and_resumes_from_its_cache(tiny_setup, tmp_p
     assert sweep[1.0]["teacher_cost"] <= sweep[2.0]["teacher_cost"]
     assert {f["family"] for f in report["families"]} == {"ptq-int8", "ptq-int4", "fp32-noise"}
     # beside the record, every student row's per-task columns: its statistics recompute from them alone
-    assert report["columns"]["file"] == "benchmark-columns.npz" and report["settings"]["analysis"] == "v2"
+    assert report["columns"]["file"] == "benchmark-columns.npz" and report["settings"]["analysis"] == "v3"
     assert main(["recompute-claims", str(out / "benchmark.json")]) == 0
     stamps = [c.stat().st_mtime_ns for c in chunks]
     run_benchmark(BenchmarkConfig(out=out, **tiny_setup))  # a second run reads every chunk back

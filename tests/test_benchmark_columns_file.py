@@ -13,6 +13,7 @@ from recourse.benchmark import BenchmarkResult, BenchmarkSettings
 from recourse.benchmark.claims import claims
 from recourse.benchmark.recompute import check_run
 from recourse.benchmark.rows import family_of, family_rows, row_recourse
+from recourse.benchmark.run import placement_fields
 from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, file_sha256, read_columns, write_columns
 from recourse.benchmark.settings import (
     ANALYSES, ANALYSIS, DATED_ANALYSES, FAMILIES_ANALYSIS, LEGACY_ANALYSIS, analysis_version,
@@ -43,7 +44,7 @@ def tiny_run(folder: Path, settings: BenchmarkSettings | None = None) -> Path:
                              attributes=settings.attributes, accuracy_images=40, processes=1, seconds=1.0,
                              settings=asdict(settings), rows=tuple(rows), families=tuple(families),
                              claims=tuple(claims(families, analysis=settings.analysis)),
-                             columns=write_columns(folder / COLUMNS_FILE, saved))
+                             columns=write_columns(folder / COLUMNS_FILE, saved), **placement_fields(saved, settings))
     (folder / "benchmark.json").write_text(json.dumps(result.to_dict(), indent=2, allow_nan=False) + "\n")
     return folder / "benchmark.json"
 
@@ -66,7 +67,7 @@ def test_a_run_saves_its_columns_and_recomputes_its_claims_from_them(tmp_path, c
     assert problems == [] and len(again.claims) == len(record["claims"]) > 0
     assert main(["recompute-claims", str(path), "--list"]) == 0
     out = capsys.readouterr().out
-    assert "analysis v2" in out and "agrees with the record within 1e-09" in out
+    assert "analysis v3" in out and "agrees with the record within 1e-09" in out
     assert "primary" in out and "pair " in out  # the pair of references counted once
     # the first analysis recomputes too, from the same columns
     committed = BenchmarkSettings(n=40, attributes=("Smiling", "Bangs"), seen_attributes=("Smiling",),

@@ -17,6 +17,7 @@ from recourse.benchmark.rows import family_of, family_rows, row_recourse
 from recourse.benchmark.saved_columns import COLUMNS_FILE, columns_of_records, write_columns
 from recourse.benchmark.semantic import RegisteredFamily
 from recourse.cli import build_parser
+from recourse.benchmark.settings import FAMILIES_ANALYSIS
 from recourse.cli.benchmark import _benchmark_settings
 from recourse.locations import assets_dir, project_root
 from scripts.docs.results import primary_benchmark
@@ -36,7 +37,7 @@ def fake_run(folder: Path) -> Path:
     writes it: ``benchmark.json`` and its columns beside it."""
     registered = replace(RegisteredFamily.from_file(REGISTRATION), source=f"assets/results/{REGISTRATION.name}")
     settings = replace(_benchmark_settings(build_parser().parse_args(shlex.split(COMMAND)[3:])),
-                       primary_family=registered)
+                       primary_family=registered, analysis=FAMILIES_ANALYSIS)  # the registered run's analysis
     records = judged_records(RATES, tasks=120, seed=3, seen={"ptq-int8": 0.65, "gptq-int2": 0.1},
                              attributes=("Smiling", "Young"))
     saved = columns_of_records(records, list(RATES))
