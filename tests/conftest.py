@@ -1,8 +1,9 @@
 """Shared fixtures: tiny CelebA folders and models made on the fly, the real data when present,
 and the two tiers of the suite.
 
-``python -m pytest -q -n 2`` runs the fast tier on two worker processes (pytest-xdist; the modules
-that share one app are one ``xdist_group``, run by one worker): every test not marked ``slow`` (the end-to-end,
+``python -m pytest -q -n 2`` runs the fast tier on two worker processes (pytest-xdist, ``--dist
+loadfile``: a worker runs a module whole, so its module-scoped models and apps start once): every
+test not marked ``slow`` (the end-to-end,
 browser, real-model and real-data checks, as diffusers gates its own slow tests).
 ``RECOURSE_FULL=1`` is the one switch for the full tier (``.ci/run`` sets it): every test runs,
 and a missing prerequisite fails its test instead of skipping it.
@@ -79,12 +80,7 @@ def pytest_configure(config: pytest.Config) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each module is one xdist group unless it names its own (``--dist loadgroup``: a worker runs a
-    module whole, so its module- and session-scoped models and apps start once, as in one process).
-    The fast tier leaves out the tests marked ``slow`` (deselected, so they are not skips)."""
-    for item in items:
-        if item.get_closest_marker("xdist_group") is None:
-            item.add_marker(pytest.mark.xdist_group(item.module.__name__ if item.module else item.nodeid))
+    """The fast tier leaves out the tests marked ``slow`` (deselected, so they are not skips)."""
     if full_tier():
         return
     slow = [item for item in items if item.get_closest_marker("slow") is not None]

@@ -14,8 +14,6 @@ import torch
 
 from scripts.figures.app_screenshot import start_app
 
-# one worker runs every module that calls the shared public app (-n 2: README), so it starts once
-pytestmark = pytest.mark.xdist_group("public_app")
 
 ROOT = Path(__file__).resolve().parents[1]
 GALLERY = "gallery faces"
