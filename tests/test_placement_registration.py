@@ -76,7 +76,7 @@ def test_the_page_gives_the_run_s_command_and_its_progress_until_it_is_done():
     text = "\n".join(placement_benchmark.section(lambda name: files.load(name) if name != placement_benchmark.RUN
                                                   else None))
     assert placement_benchmark.RUN_COMMAND in text and "Not finished:" in text
-    assert f"of its {placement_benchmark.expected_parts(json.loads(REGISTERED.read_text()))} student parts" in text
+    assert f"its {placement_benchmark.expected_parts(json.loads(REGISTERED.read_text()))} student parts" in text
     assert "23, α 0.05 by Holm" in text and "**Amended 2026-12-07, before any result:**" in text
     # the run's command is the registered run: nothing in it deviates
     from recourse.cli import build_parser

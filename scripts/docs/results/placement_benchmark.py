@@ -9,8 +9,6 @@ from __future__ import annotations
 import math
 from collections.abc import Callable
 
-from recourse.locations import assets_dir
-
 REGISTRATION = "benchmark-placement.json"
 RUN_FOLDER = "benchmark-placement-run"  # under assets/results/: the run's record and columns once written
 RUN = f"{RUN_FOLDER}/benchmark.json"
@@ -37,11 +35,6 @@ def expected_parts(record: dict) -> int:
     families = len(run["rows"]) + 1  # each row's, and the seeds' one
     models = len(run["rows"]) + 3 + 1 + families * 10
     return models * math.ceil(run["tasks"] / 20)
-
-
-def kept_parts() -> int:
-    folder = assets_dir().parent / PARTS
-    return len([p for p in folder.glob("*.json") if not p.name.startswith("noise-sigma-")]) if folder.is_dir() else 0
 
 
 def registration(record: dict) -> list[str]:
@@ -130,7 +123,7 @@ def section(load: Loader) -> list[str]:
              *registration(record), "The run:", "", "```bash", RUN_COMMAND, "```", ""]
     run = load(RUN)
     if run is None:
-        kept, expected = kept_parts(), expected_parts(record)
-        return lines + [f"Not finished: {kept} of its {expected} student parts are kept in `{PARTS}` "
-                        f"(the run resumes from them; its segments are logged in `{SEGMENTS_LOG}`).", ""]
+        return lines + [f"Not finished: its {expected_parts(record)} student parts are kept in `{PARTS}` as they are "
+                        "made (the run resumes from them; each launch is logged in "
+                        f"`{SEGMENTS_LOG}`).", ""]
     return lines + results(run)
