@@ -224,9 +224,10 @@ def _add_noise_controls(config: BenchmarkConfig, state, progress: Progress, teac
                         fingerprints: dict[str, str]) -> None:
     """The noise controls' rows added to ``students``, ``facts`` and ``fingerprints`` where the
     settings match them to one of the variants: the noise control, then each matched noise floor
-    (``settings.matched_noise``) of a variant or reference classifier the run has, each keyed by its details (its sigma,
-    the variant it is matched to, its seed). The noise control's own variant gets no second
-    floor: the noise control is matched to its agreement already."""
+    (``settings.matched_noise``) of a variant or reference classifier the run has, each keyed by
+    its details (its sigma, the variant it is matched to, its seed). The noise control's own variant
+    gets no second floor: the noise control is matched to its agreement already. On several
+    processes each draw's sigma is bisected once, by one of them, before all read it."""
     settings = config.settings
     # a retrained seed (a reference row, added after the controls) may have a floor matched to its agreement
     references = {}
