@@ -29,6 +29,8 @@ def test_a_family_that_does_not_vary_places_any_other_value_outside_it():
     found = place(2.0, [1.0, 1.0, 1.0])
     assert math.isinf(found.t) and found.p == 0.0 and found.outside()
     assert place(1.0, [1.0, 1.0]).p == 1.0
+    third = 100 / 3  # a share of k/n: its mean over equal members is not exactly it
+    assert place(third, [third] * 10).t == 0.0 and place(third, [third] * 10).p == 1.0
 
 
 @pytest.mark.parametrize("members", [[1.0], [1.0, float("nan")]])
@@ -37,9 +39,9 @@ def test_a_family_needs_two_finite_members(members):
         place(0.0, members)
 
 
-@pytest.mark.parametrize("effect", [0.0, 1.5, 3.0])
-def test_the_power_is_that_of_the_test_simulated(effect):
-    draws, alpha, rng = 10, 0.05, np.random.default_rng(0)
+@pytest.mark.parametrize("effect, draws", [(0.0, 10), (1.5, 10), (3.0, 10), (0.0, 2), (3.0, 2), (0.0, 3), (3.0, 3)])
+def test_the_power_is_that_of_the_test_simulated(effect, draws):
+    alpha, rng = 0.05, np.random.default_rng(0)
     critical = student_t_quantile(1 - alpha / 2, draws - 1)
     members = rng.normal(size=(40_000, draws))
     values = effect + rng.normal(size=40_000)

@@ -126,6 +126,8 @@ def placements(saved, noise_control: str | None, draws: int) -> Placements:
         family = noise_draws_of(row, names, noise_control, draws)
         if family:
             families[row] = family
+        if len(family) != draws:  # a row is placed in its whole family or not at all
+            family = []
         others = [s for s in seeds if s != row]
         values, seen = computed[row]
         noise = {m: _placed(values[m], [computed[d][0][m] for d in family]) for m in PLACED_METRICS}

@@ -59,11 +59,10 @@ def _checked(members: Sequence[float]) -> np.ndarray:
 def prediction_t(value: float, members: Sequence[float]) -> float:
     """``(value − mean) / (sd · √(1 + 1/D))`` of the family ``members``."""
     values = _checked(members)
-    spread = float(values.std(ddof=1)) * math.sqrt(1.0 + 1.0 / len(values))
     gap = float(value) - float(values.mean())
-    if spread == 0.0:
-        return 0.0 if gap == 0.0 else math.copysign(math.inf, gap)
-    return gap / spread
+    if np.ptp(values) == 0:  # members all equal: their sd is 0 but for the mean's rounding
+        return 0.0 if float(value) == float(values[0]) else math.copysign(math.inf, float(value) - float(values[0]))
+    return gap / (float(values.std(ddof=1)) * math.sqrt(1.0 + 1.0 / len(values)))
 
 
 def prediction_p(value: float, members: Sequence[float]) -> float:
@@ -100,13 +99,14 @@ def placement_power(effect: float, sd: float, members: int, alpha: float) -> flo
     nu = members - 1
     delta = abs(effect) / (sd * math.sqrt(1.0 + 1.0 / members))
     critical = student_t_quantile(1.0 - alpha / 2.0, nu)
-    # χ²_ν on a fine grid over where its mass lies (mean ν, sd √(2ν)); the density integrates to 1
-    upper = nu + 40.0 * math.sqrt(2.0 * nu) + 40.0
-    chi2 = np.linspace(upper / 20_000, upper, 20_000)
-    log_density = (nu / 2 - 1) * np.log(chi2) - chi2 / 2 - (nu / 2) * math.log(2) - math.lgamma(nu / 2)
-    weights = np.exp(log_density)
+    # over the chi variable u = √χ²_ν, whose density ∝ u^(ν−1)·exp(−u²/2) is bounded at 0 for every ν
+    # (χ²'s own is not at ν = 1), on a midpoint grid over where its mass lies
+    upper = math.sqrt(nu + 40.0 * math.sqrt(2.0 * nu) + 40.0)
+    steps = 20_000
+    u = (np.arange(steps) + 0.5) * upper / steps
+    weights = np.exp((nu - 1) * np.log(u) - u * u / 2.0)
     weights /= weights.sum()
-    w = torch.from_numpy(np.sqrt(chi2 / nu))
+    w = torch.from_numpy(u / math.sqrt(nu))
     # P(Z + δ > c·W) + P(Z + δ < −c·W)
     tails = (torch.special.ndtr(delta - critical * w) + torch.special.ndtr(-critical * w - delta)).numpy()
     return float(np.clip((weights * tails).sum(), 0.0, 1.0))
