@@ -254,8 +254,9 @@ def _teacher_judge_record(part: dict[str, torch.Tensor], k: int, attribute: str)
     face = float(part["judge_face"][k])
     face_seen = None
     if not math.isnan(seen) and math.isfinite(face):
-        threshold = judge_calibration(attribute).threshold
-        face_seen = (face >= threshold) == (int(part["target"][k]) == 1)
+        from recourse.instruments.calibration import seen as seen_by
+
+        face_seen = bool(seen_by(np.array([face]), judge_calibration(attribute).threshold, int(part["target"][k]))[0])
     return {"teacher_judge_seen": None if math.isnan(seen) else bool(seen),
             "teacher_judge_score": _finite_or_none(part["judge_score"][k]),
             "teacher_judge_shift": _finite_or_none(part["judge_shift"][k]),

@@ -80,6 +80,7 @@ def face_seen_from_shift(score: np.ndarray, shift: np.ndarray, target: np.ndarra
     calibration: 1, 0, or NaN where not judged. The registered run's columns predate the
     ``face_seen`` column; this reads the same calibration the run's shifts were made with."""
     from recourse.benchmark.semantic import judge_calibration
+    from recourse.instruments.calibration import seen as calibration_seen
 
     seen = np.full(len(score), np.nan)
     for attribute in set(attributes.tolist()):
@@ -89,8 +90,9 @@ def face_seen_from_shift(score: np.ndarray, shift: np.ndarray, target: np.ndarra
         chosen = (attributes == attribute) & np.isfinite(score) & np.isfinite(shift)
         toward = np.where(target[chosen] == 1, 1.0, -1.0)
         before = score[chosen] - toward * shift[chosen] * (calibration.positive_mean - calibration.negative_mean)
-        said = before >= calibration.threshold
-        seen[chosen] = np.where(target[chosen] == 1, said, ~said).astype(float)
+        for side in (0, 1):  # the judge's own reading of "on the target's side"
+            picked = target[chosen] == side
+            seen[np.flatnonzero(chosen)[picked]] = calibration_seen(before[picked], calibration.threshold, side)
     return seen
 
 
