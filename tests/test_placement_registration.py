@@ -4,12 +4,13 @@ claims left out say why, the file reads as the run's setting, and a run that is 
 one is refused."""
 
 import json
+import subprocess
 
 import pytest
 
 from recourse.benchmark.placement_claims import RegisteredPlacements
 from recourse.benchmark.registration import deviations, registered_run
-from recourse.locations import assets_dir
+from recourse.locations import assets_dir, project_root
 from tests.test_primary_benchmark_doc import _commits
 
 REGISTERED = assets_dir() / "results" / "benchmark-placement.json"
@@ -75,12 +76,29 @@ def test_the_registration_was_committed_before_any_part_of_its_run():
         assert int(registration[-1]) <= int(results[0])
 
 
+def test_the_run_s_code_is_a_commit_of_main_that_holds_the_registration_as_it_stands():
+    from scripts.docs.results import placement_benchmark
+
+    commit = placement_benchmark.CODE_COMMIT
+    def git(*words: str) -> subprocess.CompletedProcess:
+        return subprocess.run(["git", *words], cwd=project_root(), capture_output=True, text=True, timeout=60)
+    try:
+        if git("cat-file", "-t", commit).stdout.strip() != "commit":
+            pytest.skip("no git history here (an export without .git, or a shallow clone)")
+    except (OSError, subprocess.SubprocessError):
+        pytest.skip("git is not available")
+    assert git("merge-base", "--is-ancestor", commit, "HEAD").returncode == 0
+    registered = git("show", f"{commit}:assets/results/{placement_benchmark.REGISTRATION}").stdout
+    assert json.loads(registered) == json.loads(REGISTERED.read_text())
+
+
 def test_the_page_gives_the_run_s_command_and_its_progress_until_it_is_done():
     from scripts.docs.results import files, placement_benchmark
 
     text = "\n".join(placement_benchmark.section(lambda name: files.load(name) if name != placement_benchmark.RUN
                                                   else None))
     assert placement_benchmark.RUN_COMMAND in text and "Not finished:" in text
+    assert f"the code of commit {placement_benchmark.CODE_COMMIT[:7]}" in text
     assert f"its {placement_benchmark.expected_parts(json.loads(REGISTERED.read_text()))} student parts" in text
     assert "23, α 0.05 by Holm" in text and "**Amended 2026-12-07, before any result:**" in text
     # the run's command is the registered run: nothing in it deviates

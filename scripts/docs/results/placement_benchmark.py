@@ -23,6 +23,9 @@ RUN_COMMAND = (
     f"--variants {' '.join(ROWS)} --noise-draws 10 --matched-noise {' '.join(ROWS)} fp32-ref-classifier-seed1 "
     f"--rerun-floor --reference-models {' '.join(SEED_FOLDERS)} --placement-family assets/results/{REGISTRATION} "
     f"--keep-dir {PARTS} --out out/bench-placement")
+# The run spans sessions while main moves on (issue 50 changes the default edit): every part is made by
+# the code of this commit, which scripts/chores/placement_run.sh checks out beside the repository.
+CODE_COMMIT = "3f9912d17962996c4c3bd7af3696917252205da7"
 RECOMPUTE = f"python -m recourse recompute-claims assets/results/{RUN}"
 METRIC_NAMES = {"dirsim": "DirSim %", "crg": "CRG", "newly_seen": "newly seen %"}
 
@@ -120,7 +123,9 @@ def section(load: Loader) -> list[str]:
     if record is None:
         return []
     lines = ["## Does compression move recourse more than matched noise or retraining? (registered placement run)", "",
-             *registration(record), "The run:", "", "```bash", RUN_COMMAND, "```", ""]
+             *registration(record), "The run:", "", "```bash", RUN_COMMAND, "```", "",
+             f"Run by `scripts/chores/placement_run.sh` with the code of commit {CODE_COMMIT[:7]} (every part is made "
+             "by that code, whatever main holds since).", ""]
     run = load(RUN)
     if run is None:
         return lines + [f"Not finished: its {expected_parts(record)} student parts are kept in `{PARTS}` as they are "
