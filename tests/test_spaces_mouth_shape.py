@@ -132,7 +132,7 @@ def test_mouths_steered_together_are_each_edited_as_if_alone():
 
 
 def test_a_mouth_is_moved_to_close_and_painted_to_open():
-    from recourse.generation.spaces.steer import mouth_counterfactuals, space_counterfactuals
+    from recourse.generation.spaces.steer import mouth_counterfactuals, shaded_counterfactuals, space_counterfactuals
     from tests.spaces_fixtures import MouthBoxModel, synthetic_space
 
     index = attribute_index("Mouth_Slightly_Open")
@@ -142,26 +142,55 @@ def test_a_mouth_is_moved_to_close_and_painted_to_open():
     faces, model = torch.cat([_teeth(), _teeth() * 0.8]), MouthBoxModel(index)
     result = generate(faces, model, "Mouth_Slightly_Open", torch.tensor([0, 1]), config, generator)
     _, closed = mouth_counterfactuals(faces[:1], model, index, torch.tensor([-1.0]), config, shape)
-    _, painted = space_counterfactuals(faces[:1], model, index, torch.tensor([-1.0]), config, texture)
+    _, shaded = shaded_counterfactuals(faces[:1], closed, model, index, torch.tensor([-1.0]), config, texture)
     _, opened = space_counterfactuals(faces[1:], model, index, torch.tensor([1.0]), config, texture)
     with torch.no_grad():
         convinced = float(-model(closed)[0, index]) >= 1.0  # the move reaches the margin (1 here)
-    assert torch.allclose(result.edits[:1], closed if convinced else painted, atol=1e-5)
+    assert torch.allclose(result.edits[:1], closed if convinced else shaded, atol=1e-5)
     assert torch.allclose(result.edits[1:], opened, atol=1e-5)
 
 
-def test_a_move_that_does_not_convince_its_model_is_painted_instead():
-    from recourse.generation.spaces.steer import space_counterfactuals
+def test_a_move_that_does_not_convince_its_model_is_shaded_until_it_does():
+    from recourse.generation.spaces.colour import rgb_to_ycbcr
+    from recourse.generation.spaces.steer import mouth_counterfactuals, shaded_counterfactuals
     from tests.spaces_fixtures import MouthBoxModel, synthetic_space
 
     index = attribute_index("Smiling")
     shape, texture = _space(), synthetic_space()
     generator = SimpleNamespace(edit_spaces=EditSpaces({"mouth_shape": shape, "mouth": texture}))
-    config = CounterfactualConfig(method="region-space", margin=50.0, overshoot=1.0, space_prior_weight=0.02)
-    faces, model = _teeth(), MouthBoxModel(index)  # no mouth the shape space allows is 50 logits away
+    config = CounterfactualConfig(method="region-space", margin=3.0, overshoot=1.0, space_prior_weight=0.02)
+    faces, model = _teeth(), MouthBoxModel(index)
+    # a colour photo: colour that does not follow the light (a toned print's does)
+    faces = (faces + 0.1 * torch.rand(faces.shape, generator=torch.Generator().manual_seed(0)) - 0.05).clamp(0, 1)
+    _, moved = mouth_counterfactuals(faces, model, index, torch.tensor([-1.0]), config, shape)
+    with torch.no_grad():
+        assert float(-model(moved)[0, index]) < 3.0  # no mouth the shape space allows is 3 logits away
     result = generate(faces, model, "Smiling", 0, config, generator)
-    _, painted = space_counterfactuals(faces, model, index, torch.tensor([-1.0]), config, texture)
-    assert torch.allclose(result.edits, painted, atol=1e-5)
+    _, shaded = shaded_counterfactuals(faces, moved, model, index, torch.tensor([-1.0]), config, texture)
+    assert torch.allclose(result.edits, shaded, atol=1e-5)
+    with torch.no_grad():
+        assert float(-model(result.edits)[0, index]) > float(-model(moved)[0, index])
+    # the shading changes light only: the moved face's colour stays (where no channel is clipped
+    # at black or white), and nothing goes from its teeth
+    change = rgb_to_ycbcr(result.edits) - rgb_to_ycbcr(moved)
+    inside = ((result.edits > 0) & (result.edits < 1)).all(dim=1)
+    assert float(change[:, 0].abs().max()) > 0.01
+    assert float(change[:, 1:].abs().amax(dim=1)[inside].max()) < 2e-3
+
+
+def test_a_moved_and_shaded_mouth_is_redrawn_with_its_shading():
+    space = _space()
+    x = _teeth()[0]
+    display = torch.nn.functional.interpolate(x[None], size=128, mode="bilinear", align_corners=False)[0]
+    moved = warp_mouth(space, x[None], place_mouth(space, OPEN), torch.tensor([[1.5, 0.0, 0.0]]))[0]
+    shade = torch.zeros(1, 64, 64)
+    shade[:, 40:56, 20:44] = -0.08  # darker round the mouth, the same in every channel
+    redrawn = display_mouth(space, display, x, (moved + shade).clamp(0, 1), OPEN, "Smiling", closes=False)
+    plain = display_mouth(space, display, x, moved, OPEN, "Smiling", closes=False)
+    assert redrawn is not None and plain is not None
+    darker = (plain - redrawn)[:, 90:102, 48:80]  # inside the shade, away from its edges
+    assert float(darker.mean()) > 0.04
+    assert float((darker.amax(0) - darker.amin(0)).abs().max()) < 0.02  # grey: light, not colour
 
 
 def test_a_painted_mouth_is_not_redrawn_as_a_moved_one():

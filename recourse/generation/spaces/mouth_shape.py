@@ -240,10 +240,10 @@ def mouth_edits(space: MouthShapeSpace, images: torch.Tensor, model: nn.Module, 
 
 
 def read_back(space: MouthShapeSpace, x: torch.Tensor, counterfactual: torch.Tensor, placement: MouthPlacement,
-              steps: int = 60) -> tuple[torch.Tensor, float, float]:
-    """``(dz, share, unexplained)``: the change and the share of the straight path ``x + s(warp − x)``
+              steps: int = 60) -> tuple[torch.Tensor, float, torch.Tensor]:
+    """``(dz, share, left)``: the change and the share of the straight path ``x + s(warp − x)``
     that best draw ``counterfactual`` from ``x`` (both ``(3, h, w)``, model size), fitted by least
-    squares, and the share of the pair's difference the fit leaves unexplained."""
+    squares, and what the fit leaves of the pair's difference ``(3, h, w)``."""
     dz = torch.zeros_like(placement.codes, requires_grad=True)
     share = torch.tensor(2.0, requires_grad=True)  # sigmoid(2) ≈ 0.88
     optimizer = torch.optim.Adam([dz, share], lr=0.1)
@@ -255,12 +255,22 @@ def read_back(space: MouthShapeSpace, x: torch.Tensor, counterfactual: torch.Ten
         optimizer.step()
     with torch.no_grad():
         warped = warp_mouth(space, x[None], placement, dz)[0]
-        left = float(((x + torch.sigmoid(share) * (warped - x) - counterfactual) ** 2).sum())
-        unexplained = left / max(float(((counterfactual - x) ** 2).sum()), 1e-12)
-    return dz.detach(), float(torch.sigmoid(share.detach())), unexplained
+        left = counterfactual - (x + torch.sigmoid(share) * (warped - x))
+    return dz.detach(), float(torch.sigmoid(share.detach())), left
 
 
-UNEXPLAINED = 0.25  # past this share of the pair's difference, the edit was not a moved mouth
+# Past this share of the pair's difference left unexplained in colour, the edit was not a moved
+# mouth: a moved mouth's shading (``recourse.generation.methods.MOVED_MOUTH_REACH``) changes light only
+UNEXPLAINED = 0.25
+
+
+def unexplained_colour(left: torch.Tensor, difference: torch.Tensor) -> float:
+    """The share of a pair's difference ``(3, h, w)`` that the read-back leaves and that is not a
+    change of light: ``left`` less the grey change of its own luminance, over the difference."""
+    from recourse.generation.spaces.colour import RGB_TO_YCBCR
+
+    light = torch.einsum("j,jhw->hw", RGB_TO_YCBCR[0].to(left.dtype), left)
+    return float(((left - light) ** 2).sum()) / max(float((difference ** 2).sum()), 1e-12)
 
 
 def display_mouth(space: MouthShapeSpace, display: torch.Tensor, x: torch.Tensor, counterfactual: torch.Tensor,
@@ -269,20 +279,29 @@ def display_mouth(space: MouthShapeSpace, display: torch.Tensor, x: torch.Tensor
     change read back at model size and the share of it the picture shows, put on the crop at its
     own landmarks (found on the crop: a 64-px frame's landmarks miss a mouth's inner lips by a
     pixel, a tenth of its teeth), and a mouth taken away closed whole (at 64 px its teeth are a
-    line a cross-fade half keeps; in the crop, half-closed teeth are a grimace). None where the
-    pair is not a moved mouth (a face whose model no move convinced is painted instead:
-    ``recourse.generation.methods.MOVED_MOUTH_REACH``)."""
+    line a cross-fade half keeps; in the crop, half-closed teeth are a grimace). What the move
+    leaves of the pair, the shading a mouth that did not convince its model got, is added
+    enlarged: it is light and shade, smooth at any size. None where the pair is not a moved mouth
+    (its colour is not a warp's)."""
     from recourse.generation.regions import face_landmarks
 
     if bool(torch.equal(counterfactual, x)):
         return display.clone()
-    dz, share, unexplained = read_back(space, x, counterfactual, place_mouth(space, points, attribute, closes))
-    if unexplained > UNEXPLAINED:
+    dz, share, left = read_back(space, x, counterfactual, place_mouth(space, points, attribute, closes))
+    if unexplained_colour(left, counterfactual - x) > UNEXPLAINED:
         return None
     found, ok = face_landmarks(display[None])
     crop_points = found[0] * 64 / display.shape[-1] if bool(ok[0]) else points
+    size = display.shape[-1]
     with torch.no_grad():
-        return warp_mouth(space, display[None], place_mouth(space, crop_points, attribute, closes), dz, share)[0]
+        moved = warp_mouth(space, display[None], place_mouth(space, crop_points, attribute, closes), dz, share)[0]
+        # the shading is smooth; what is sharp in ``left`` is the fit's miss at the lips' edges,
+        # which the crop's own warp draws
+        smooth = left[None]
+        for _ in range(2):
+            smooth = F.avg_pool2d(smooth, 3, stride=1, padding=1, count_include_pad=False)
+        shading = F.interpolate(smooth, size=(size, size), mode="bilinear", align_corners=False)[0]
+    return moved + shading
 
 
 def fit_mouth_shape(points: np.ndarray, found: np.ndarray, labels: np.ndarray,

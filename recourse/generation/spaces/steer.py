@@ -74,12 +74,14 @@ def keep_tone(change: torch.Tensor, taper: torch.Tensor) -> torch.Tensor:
 
 
 def render(space: RegionSpace, images: torch.Tensor, placements: list[FacePlacement], dz: torch.Tensor,
-           residual_dropped: torch.Tensor | float = 0.0, luminance: bool = False) -> torch.Tensor:
+           residual_dropped: torch.Tensor | float = 0.0, luminance: bool = False,
+           tone_kept: bool | None = None) -> torch.Tensor:
     """``images`` ``(B, 3, H, W)`` with the coefficient changes ``dz`` ``(B, K)`` applied in each
     face's region (``placements``, one a face), and ``residual_dropped`` (a float or ``(B,)``) of
-    each face's own residual let go there."""
+    each face's own residual let go there. ``tone_kept``: the change keeps the part's mean colour
+    (:func:`keep_tone`); by default where the space is one of :data:`KEEP_TONE`."""
     change = space.change(dz)
-    if space.config.group in KEEP_TONE:
+    if space.config.group in KEEP_TONE if tone_kept is None else tone_kept:
         change = keep_tone(change, space.taper.float())
     luminance_rows = torch.tensor([1.0, 0.0, 0.0], dtype=change.dtype)[:, None, None]
     only_luminance = torch.tensor([luminance or placement.monochrome for placement in placements])[:, None, None, None]
@@ -100,7 +102,7 @@ def render(space: RegionSpace, images: torch.Tensor, placements: list[FacePlacem
 
 def steer(space: RegionSpace, images: torch.Tensor, placements: list[FacePlacement], model: nn.Module, index: int,
           sign: torch.Tensor, config, residual_dropped: torch.Tensor | float = 0.0,
-          luminance: bool = False) -> torch.Tensor:
+          luminance: bool = False, tone_kept: bool | None = None) -> torch.Tensor:
     """The coefficient changes ``(B, K)`` that ``model`` steers ``images`` to (see the module's doc)."""
     z0 = torch.cat([placement.codes for placement in placements])
     frozen = None
@@ -110,21 +112,25 @@ def steer(space: RegionSpace, images: torch.Tensor, placements: list[FacePlaceme
     # the attribute typically lies
     centre = (torch.stack([space.class_mean(ATTRIBUTES[index], int(side > 0)) for side in sign])
               if config.space_class_prior else 0.0)
-    return steer_coefficients(z0, lambda dz: render(space, images, placements, dz, residual_dropped, luminance),
+    return steer_coefficients(z0, lambda dz: render(space, images, placements, dz, residual_dropped, luminance,
+                                                    tone_kept),
                               model, index, sign, config, centre, config.space_prior_weight, frozen)
 
 
 def space_edits(space: RegionSpace, images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
-                config, points: np.ndarray, found: np.ndarray) -> torch.Tensor:
+                config, points: np.ndarray, found: np.ndarray, shading: bool = False) -> torch.Tensor:
     """The whole edits ``(B, 3, H, W)`` of ``images``, each aiming at ``margin + overshoot``; the
-    faces are steered together, each as if alone (:func:`steer_coefficients`)."""
+    faces are steered together, each as if alone (:func:`steer_coefficients`). ``shading``: only
+    the change's light and shade (its luminance, the part's tone kept, the face's own residual
+    kept), for a part whose shape another space has already moved."""
     placements = [place(space, images[i:i + 1], points[i], bool(found[i])) for i in range(len(images))]
-    drops = ATTRIBUTES[index] in config.space_drop_residual
+    drops = ATTRIBUTES[index] in config.space_drop_residual and not shading
     residual_dropped = ((sign < 0) & drops).to(images.dtype)
-    luminance = ATTRIBUTES[index] in config.space_luminance_only
-    dz = steer(space, images, placements, model, index, sign, config, residual_dropped, luminance)
+    luminance = shading or ATTRIBUTES[index] in config.space_luminance_only
+    tone_kept = True if shading else None
+    dz = steer(space, images, placements, model, index, sign, config, residual_dropped, luminance, tone_kept)
     with torch.no_grad():
-        edited = render(space, images, placements, dz, residual_dropped, luminance)
+        edited = render(space, images, placements, dz, residual_dropped, luminance, tone_kept)
     monochrome = torch.tensor([placement.monochrome for placement in placements])
     return torch.where(monochrome[:, None, None, None], luminance_only(images, edited), edited)
 
@@ -162,6 +168,17 @@ def hair_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sig
                                      sign[i:i + 1], config.margin))
         edits.append(edited)
     return torch.cat(results), torch.cat(edits)
+
+
+def shaded_counterfactuals(images: torch.Tensor, moved: torch.Tensor, model: nn.Module, index: int,
+                           sign: torch.Tensor, config, space: RegionSpace, decider: nn.Module | None = None
+                           ) -> tuple[torch.Tensor, torch.Tensor]:
+    """Counterfactuals ``(B, 3, H, W)`` of ``images`` and the whole edits they stop on: the faces
+    ``moved`` by another space (a mouth's shape) and shaded in ``space`` until the model is
+    convinced (:func:`space_edits` with ``shading``). The path runs from each face to its edit."""
+    points, found = face_landmarks(moved)
+    edits = space_edits(space, moved, model, index, sign, config, points, found, shading=True)
+    return stopped(images, edits, decider if decider is not None else model, index, sign, config.margin), edits
 
 
 def mouth_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor, config,
