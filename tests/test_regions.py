@@ -85,7 +85,8 @@ def test_hair_is_outside_the_face_and_the_whole_face_leaves_the_background_out()
     hair, face = mean_mask("hair"), mean_mask("whole_face")
     assert hair[2, 32] == 1 and hair[30, 2] == 1 and hair[40, 32] == 0  # top of the head, a side; not the nose
     assert hair[63, 31] == 0  # the neck below the chin is not hair
-    assert face[40, 32] == 1 and face[20, 32] == 1  # the nose and the forehead
+    assert face[40, 32] == 1 and face[24, 32] == 1  # the nose and the brows' line
+    assert face[12, 32] == 0  # the forehead's top: the hairline's or the bangs' as often as skin
     assert face[0, 0] == face[0, 63] == face[63, 0] == face[63, 63] == 0
     assert float(face.mean()) < 0.6
     assert float(mean_mask("neck")[63, 31]) == 1 and float(mean_mask("neck")[40, 32]) == 0
