@@ -21,4 +21,7 @@ def test_scores_are_read_per_method_from_the_key(tmp_path, capsys):
     scores = json.loads((tmp_path / "s.json").read_text())["raters"][0]["scores"]
     assert scores["m1"]["all"]["convinced"] == 1 and scores["m1"]["all"]["edited_side_found"] == 1.0
     assert scores["m2"]["all"]["convinced"] == 0 and scores["m2"]["Smiling removing"]["artifact"] == 1
+    # each direction on each kind of photo: the targets are on the public-domain ones
+    assert scores["m1"]["public-domain: Smiling adding"]["convinced"] == 1
+    assert scores["m2"]["test: Smiling removing"]["n"] == 1 and "public-domain: Smiling removing" not in scores["m2"]
     assert summary([])["convinced_rate"] is None

@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> None:
         for item, rating in rated:
             photo = "test" if item["source"].startswith("test:") else "public-domain"
             direction = f"{item['attribute']} {'adding' if item['target'] else 'removing'}"
-            for group in ("all", direction, f"photos: {photo}"):
+            # the targets are on the public-domain photos, per attribute and direction
+            for group in ("all", direction, f"photos: {photo}", f"{photo}: {direction}"):
                 groups[item["method"]][group].append((item, rating))
         scores = {method: {group: summary(rows) for group, rows in sorted(by_group.items())}
                   for method, by_group in sorted(groups.items())}
