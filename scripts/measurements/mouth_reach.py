@@ -59,7 +59,8 @@ def main(argv: list[str] | None = None) -> int:
     index = attribute_index(attribute)
     sign = flip_targets(teacher, faces, attribute).float() * 2 - 1
     points, _ = face_landmarks(faces)
-    placements = [place_mouth(space, points[i], attribute, closes=bool(sign[i] < 0)) for i in range(len(faces))]
+    placements = [place_mouth(space, points[i], attribute, closes=bool(sign[i] < 0), image=faces[i])
+                  for i in range(len(faces))]
 
     def draw(dz: torch.Tensor) -> torch.Tensor:
         return torch.cat([warp_mouth(space, faces[i:i + 1], placement, dz[i:i + 1])

@@ -42,6 +42,7 @@ NOSE_TIP, NOSTRILS = 33, (31, 32, 33, 34, 35)
 MIRROR = (6, 5, 4, 3, 2, 1, 0, 11, 10, 9, 8, 7, 16, 15, 14, 13, 12, 19, 18, 17)
 UPPER_INNER, LOWER_INNER = (60, 61, 62, 63, 64), (60, 67, 66, 65, 64)
 RING_POINTS = 16
+CORNER_RAMP = 0.15  # the share of the inner mouth's width at each corner over which its closing fades out
 RING = (1.2, 0.85)  # the fixed ring's half axes around the mouth's centre, in eye distances
 
 
@@ -113,22 +114,79 @@ class MouthPlacement:
     to_face: torch.Tensor
     eye: float
     closing: float
+    inner: np.ndarray | None = None  # the landmarks with the inner lips on the teeth's edges, where they close
+
+    @property
+    def lips(self) -> np.ndarray:
+        """The landmarks the closing reads the inner lips from."""
+        return self.points if self.inner is None else self.inner
+
+
+# A tooth is a pixel inside the outer lips lighter than the lips' median by this much (luminance)
+# and, on a colour face, less saturated than this share of the lips' median saturation
+TEETH_LIGHTER = 0.08
+TEETH_GREYER = 0.6
+
+
+def teeth_mask(image: torch.Tensor, points: np.ndarray) -> np.ndarray:
+    """``(H, W)`` bool: the teeth a face ``(3, H, W)`` shows between its lips (``points``, its
+    landmarks in its 64-px frame)."""
+    from PIL import Image, ImageDraw
+
+    from recourse.generation.spaces.colour import colour_mode, rgb_to_ycbcr
+
+    height, width = image.shape[-2:]
+    outer = np.asarray(points, np.float64)[48:60] * width / 64
+    drawn = Image.new("1", (width, height))
+    ImageDraw.Draw(drawn).polygon([tuple(point) for point in outer], fill=1)
+    inside = np.asarray(drawn, bool)
+    if inside.sum() < 4:
+        return np.zeros((height, width), bool)
+    ycbcr = rgb_to_ycbcr(image.detach().float()).numpy()
+    luminance, saturation = ycbcr[0], np.hypot(ycbcr[1] - 0.5, ycbcr[2] - 0.5)
+    teeth = inside & (luminance > np.median(luminance[inside]) + TEETH_LIGHTER)
+    if not colour_mode(image).monochrome:
+        teeth &= saturation < TEETH_GREYER * np.median(saturation[inside]) + 0.01
+    return teeth
+
+
+def lips_over_teeth(image: torch.Tensor, points: np.ndarray) -> np.ndarray:
+    """``points`` with each inner lip landmark moved out to the edge of the teeth its column shows
+    (dlib puts the inner lips on the teeth of a broad smile, and a mouth closed between those
+    points keeps a band of teeth: a grimace; blind sets 5, 6 and 8)."""
+    points = np.asarray(points, np.float64).copy()
+    teeth = teeth_mask(image, points)
+    if not teeth.any():
+        return points
+    scale = image.shape[-1] / 64
+    for index, upper in ((61, True), (62, True), (63, True), (65, False), (66, False), (67, False)):
+        column = int(np.clip(round(points[index, 0] * scale - 0.5), 1, teeth.shape[1] - 2))
+        rows = np.nonzero(teeth[:, column - 1:column + 2].any(axis=1))[0]
+        if len(rows):
+            edge = (rows.min() if upper else rows.max() + 1) / scale
+            points[index, 1] = min(points[index, 1], edge) if upper else max(points[index, 1], edge)
+    return points
 
 
 def place_mouth(space: MouthShapeSpace, points: np.ndarray, attribute: str | None = None,
-                closes: bool = False) -> MouthPlacement:
+                closes: bool = False, image: torch.Tensor | None = None) -> MouthPlacement:
     """``closes``: the mouth closes to ``attribute``'s closed gap (:meth:`MouthShapeSpace.closed_gap`),
     the target class's typical mouth: at 64 px the teeth are a pixel's line that no model's
-    gradient reads, so the closing is the data's, the shape the model's."""
+    gradient reads, so the closing is the data's, the shape the model's. ``image`` ``(3, H, W)``:
+    the face, whose teeth the closing covers whole (:func:`lips_over_teeth`)."""
     points = np.asarray(points, np.float64)
     affine = fit_affine(MEAN_LANDMARKS_64[list(ANCHORS)], points[list(ANCHORS)])
-    closing = 0.0
+    closing, inner = 0.0, None
     target = space.closed_gap(attribute) if closes and attribute else None
     if target is not None:
-        own = inner_gap(points)
+        inner = lips_over_teeth(image, points) if image is not None else points
+        own = inner_gap(inner)
         closing = float(np.clip(1 - target / own, 0.0, 1.0)) if own > 0 else 0.0
+        if image is not None and teeth_mask(image, points).any():
+            # the target class's gap is a dark seam between lips; teeth squeezed into it are a white line
+            closing = 1.0
     return MouthPlacement(points, space.encode(normalised_shape(points)),
-                          torch.tensor(affine[:, :2], dtype=torch.float32), eye_distance(points), closing)
+                          torch.tensor(affine[:, :2], dtype=torch.float32), eye_distance(points), closing, inner)
 
 
 def _wendland(r: torch.Tensor) -> torch.Tensor:
@@ -161,7 +219,9 @@ def closing_rows(ys: torch.Tensor, xs: torch.Tensor, points: torch.Tensor, closi
     middle, half = (top + bottom) / 2, ((bottom - top) / 2).clamp_min(0)
     left, right = points[60, 0], points[64, 0]
     across = ((xs - left) / (right - left).clamp_min(1e-3))
-    taper = _smoothstep(2 * across) * _smoothstep(2 - 2 * across)
+    # whole across the mouth but its last :data:`CORNER_RAMP` each side (a taper whole only at the
+    # middle left the teeth of a broad smile showing at both sides: a clenched grimace)
+    taper = _smoothstep(across / CORNER_RAMP) * _smoothstep((1 - across) / CORNER_RAMP)
     new_half = half * (1 - closing * taper)
     offset = ys - middle
     distance = offset.abs()
@@ -196,7 +256,8 @@ def warp_mouth(space: MouthShapeSpace, image: torch.Tensor, placement: MouthPlac
     pixels = torch.stack([xs, ys], -1).view(-1, 2)
     at = pixels + _wendland(torch.cdist(pixels, targets) / radius) @ weights
     if placement.closing > 0:
-        rows = closing_rows(at[:, 1].view(height, width), at[:, 0].view(height, width), own * scale,
+        lips = torch.as_tensor(placement.lips, dtype=torch.float32)
+        rows = closing_rows(at[:, 1].view(height, width), at[:, 0].view(height, width), lips * scale,
                             placement.closing, space.config.band * eye * scale)
         at = torch.stack([at[:, 0], rows.reshape(-1)], -1)
     grid = ((at + 0.5) / torch.tensor([width, height], dtype=torch.float32) * 2 - 1).view(1, height, width, 2)
@@ -232,24 +293,35 @@ def mouth_edits(space: MouthShapeSpace, images: torch.Tensor, model: nn.Module, 
                 config, points: np.ndarray, attribute: str) -> torch.Tensor:
     """The whole edits ``(B, 3, H, W)``: each face's own mouth moved where ``model`` steers it
     (and closed, where the attribute is taken away)."""
-    placements = [place_mouth(space, points[i], attribute, closes=bool(sign[i] < 0)) for i in range(len(images))]
+    placements = [place_mouth(space, points[i], attribute, closes=bool(sign[i] < 0), image=images[i])
+                  for i in range(len(images))]
     dz = steer_mouths(space, images, placements, model, index, sign, config)
     with torch.no_grad():
         return torch.cat([warp_mouth(space, images[i:i + 1], placement, dz[i:i + 1])
                           for i, placement in enumerate(placements)]).clamp(0, 1)
 
 
+LIGHT_WEIGHT = 0.05  # of the luminance in :func:`read_back`'s fit on a colour face, against 1 for its colour
+
+
 def read_back(space: MouthShapeSpace, x: torch.Tensor, counterfactual: torch.Tensor, placement: MouthPlacement,
               steps: int = 60) -> tuple[torch.Tensor, float, torch.Tensor]:
     """``(dz, share, left)``: the change and the share of the straight path ``x + s(warp − x)``
     that best draw ``counterfactual`` from ``x`` (both ``(3, h, w)``, model size), fitted by least
-    squares, and what the fit leaves of the pair's difference ``(3, h, w)``."""
+    squares, and what the fit leaves of the pair's difference ``(3, h, w)``. On a colour face the
+    fit reads the move from the colour (Cb, Cr) and gives light :data:`LIGHT_WEIGHT`: a mouth whose
+    move did not convince its model is also shaded (light only), and a move fitted to that shading
+    opened the lips over teeth the edit had closed."""
+    from recourse.generation.spaces.colour import colour_mode, rgb_to_ycbcr
+
+    weights = torch.tensor([1.0 if colour_mode(x).monochrome else LIGHT_WEIGHT, 1.0, 1.0])[:, None, None]
     dz = torch.zeros_like(placement.codes, requires_grad=True)
     share = torch.tensor(2.0, requires_grad=True)  # sigmoid(2) ≈ 0.88
     optimizer = torch.optim.Adam([dz, share], lr=0.1)
     for _ in range(steps):
         warped = warp_mouth(space, x[None], placement, dz)[0]
-        loss = ((x + torch.sigmoid(share) * (warped - x) - counterfactual) ** 2).sum()
+        miss = rgb_to_ycbcr(x + torch.sigmoid(share) * (warped - x)) - rgb_to_ycbcr(counterfactual)
+        loss = (weights * miss ** 2).sum()
         optimizer.zero_grad()
         loss.backward()
         optimizer.step()
@@ -287,14 +359,15 @@ def display_mouth(space: MouthShapeSpace, display: torch.Tensor, x: torch.Tensor
 
     if bool(torch.equal(counterfactual, x)):
         return display.clone()
-    dz, share, left = read_back(space, x, counterfactual, place_mouth(space, points, attribute, closes))
+    dz, share, left = read_back(space, x, counterfactual, place_mouth(space, points, attribute, closes, x))
     if unexplained_colour(left, counterfactual - x) > UNEXPLAINED:
         return None
     found, ok = face_landmarks(display[None])
     crop_points = found[0] * 64 / display.shape[-1] if bool(ok[0]) else points
     size = display.shape[-1]
     with torch.no_grad():
-        moved = warp_mouth(space, display[None], place_mouth(space, crop_points, attribute, closes), dz, share)[0]
+        moved = warp_mouth(space, display[None], place_mouth(space, crop_points, attribute, closes, display), dz,
+                           share)[0]
         # the shading is smooth; what is sharp in ``left`` is the fit's miss at the lips' edges,
         # which the crop's own warp draws
         smooth = left[None]
