@@ -87,6 +87,23 @@ def test_teeth_shown_are_covered_whole_even_where_the_inner_lips_sit_on_them():
     assert lips_only.closing < 1.0 and lips_only.closing == place_mouth(space, OPEN, "Smiling", closes=True).closing
 
 
+def test_a_mouth_moves_toward_the_target_class_s_typical_mouth_and_no_further():
+    from recourse.generation.spaces.mouth_shape import steer_mouths
+    from tests.spaces_fixtures import MouthBoxModel
+
+    space = _space()
+    faces = torch.cat([_teeth(), _teeth()])
+    sign = torch.tensor([-1.0, 1.0])
+    placements = [place_mouth(space, OPEN, "Smiling", closes=True, image=faces[0]), place_mouth(space, OPEN)]
+    config = CounterfactualConfig(method="region-space", margin=50.0, overshoot=1.0)  # an aim no move reaches
+    dz = steer_mouths(space, faces, placements, MouthBoxModel(SMILING), SMILING, sign, config)
+    for i, side in enumerate(sign):
+        toward = space.class_mean("Smiling", int(side > 0)) - placements[i].codes[0]
+        assert torch.all(dz[i] * toward >= -1e-6)  # never away from the class's mouth
+        assert torch.all(dz[i].abs() <= toward.abs() + 1e-6)  # never past it
+    assert float(dz.abs().sum()) > 0
+
+
 def test_a_mouth_taken_away_flips_a_model_that_reads_its_teeth():
     space = _space()
 

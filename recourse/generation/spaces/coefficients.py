@@ -57,10 +57,12 @@ def is_black_box(model: nn.Module) -> bool:
 
 def steer_coefficients(z0: torch.Tensor, draw: Callable[[torch.Tensor], torch.Tensor], model: nn.Module,
                        index: int, sign: torch.Tensor, config, centre: torch.Tensor | float,
-                       prior_weight: float, frozen: torch.Tensor | None = None) -> torch.Tensor:
+                       prior_weight: float, frozen: torch.Tensor | None = None,
+                       limits: tuple[torch.Tensor, torch.Tensor] | None = None) -> torch.Tensor:
     """``Δz`` ``(B, K)`` for the coefficients ``z0`` ``(B, K)`` of ``B`` faces; ``draw(Δz)`` is the
     edited faces the model reads, ``sign`` ``(B,)`` each face's target side, ``centre`` a float or
-    ``(B, K)``, ``frozen`` ``(K,)`` bool the coefficients kept as they are.
+    ``(B, K)``, ``frozen`` ``(K,)`` bool the coefficients kept as they are, ``limits`` the least and
+    most ``Δz`` ``(B, K)`` each coefficient may take, within the box.
 
     The faces are steered together but each as if alone: the loss is a sum of per-face terms,
     Adam's update is elementwise, and a face that has passed the aim for :data:`EARLY_STOP` steps
@@ -73,6 +75,8 @@ def steer_coefficients(z0: torch.Tensor, draw: Callable[[torch.Tensor], torch.Te
     box = config.space_box
     low = torch.minimum(torch.full_like(z0, -box), z0) - z0
     high = torch.maximum(torch.full_like(z0, box), z0) - z0
+    if limits is not None:
+        low, high = torch.maximum(low, limits[0]), torch.minimum(high, limits[1])
     if frozen is not None:
         low[:, frozen] = 0
         high[:, frozen] = 0

@@ -275,18 +275,25 @@ def steer_mouths(space: MouthShapeSpace, images: torch.Tensor, placements: list[
     from recourse.data import ATTRIBUTES
 
     attribute = ATTRIBUTES[index]
-    centre = (torch.stack([space.class_mean(attribute, int(side > 0)) for side in sign])
-              if attribute in space.config.attributes else 0.0)
+    codes = torch.cat([placement.codes for placement in placements])
+    limits = None
+    centre: torch.Tensor | float = 0.0
+    if attribute in space.config.attributes:
+        centre = torch.stack([space.class_mean(attribute, int(side > 0)) for side in sign])
+        # each mode moves toward the target class's typical mouth and no further: past it, models
+        # took smiles away into frowns and grimaces and added them too wide (blind sets 5 and 8);
+        # what more a model needs, the mouth's shading gives (``methods.MOVED_MOUTH_REACH``)
+        toward = centre - codes
+        limits = (torch.minimum(toward, torch.zeros_like(toward)), torch.maximum(toward, torch.zeros_like(toward)))
 
     def draw(dz: torch.Tensor) -> torch.Tensor:
         return torch.cat([warp_mouth(space, images[i:i + 1], placement, dz[i:i + 1])
                           for i, placement in enumerate(placements)])
 
-    codes = torch.cat([placement.codes for placement in placements])
     # box, prior_weight: the space's own unless given (scripts/measurements/mouth_reach.py tries others)
     held = replace(config, space_box=min(config.space_box, space.config.box) if box is None else box)
     prior = space.config.prior_weight if prior_weight is None else prior_weight
-    return steer_coefficients(codes, draw, model, index, sign, held, centre, prior)
+    return steer_coefficients(codes, draw, model, index, sign, held, centre, prior, limits=limits)
 
 
 def mouth_edits(space: MouthShapeSpace, images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
