@@ -143,3 +143,14 @@ def test_the_page_reads_the_claims_and_every_row_from_a_record():
     # the seeds are read as what they are, and "inside" is said not to mean "equivalent"
     assert "read by the same rule as a row: fp32-ref-classifier-seed1 DirSim % below its family." in text
     assert "is not \"equivalent to the teacher\"" in text
+
+
+def test_the_page_states_the_run_s_wall_time_over_its_launches():
+    from scripts.docs.results import placement_benchmark
+
+    segments = {"how": "two launches, one a session",
+                "segments": [{"start": "2026-12-07T10:00:00", "end": "2026-12-07T12:00:00", "paused_minutes": 30.0},
+                             {"start": "2026-12-08T09:00:00", "end": "2026-12-08T10:00:00", "paused_minutes": 0.0}]}
+    text = "\n".join(placement_benchmark.wall_time(segments))
+    assert text.startswith("Wall time: 2.50 h on 2 cores over 2 launches, pauses left out: two launches, one a session")
+    assert placement_benchmark.wall_time(None) == []

@@ -12,6 +12,7 @@ from collections.abc import Callable
 REGISTRATION = "benchmark-placement.json"
 RUN_FOLDER = "benchmark-placement-run"  # under assets/results/: the run's record and columns once written
 RUN = f"{RUN_FOLDER}/benchmark.json"
+SEGMENTS = f"{RUN_FOLDER}/segments.json"  # its launches, from the segments log by recourse run-segments
 PARTS = "assets/results/benchmark-placement-parts"  # the kept parts, committed as the run goes on
 SEGMENTS_LOG = "assets/results/benchmark-placement-segments.log"
 ROWS = ("ptq-int8", "ptq-int4", "gptq", "cf-ptq", "cfq-qat", "mixedprec-qat", "kd-quant", "prune-quant", "gptq-int2",
@@ -118,6 +119,17 @@ def results(record: dict) -> list[str]:
                     "Every number above again from the committed columns:", "", "```bash", RECOMPUTE, "```", ""]
 
 
+def wall_time(segments: dict | None) -> list[str]:
+    """The run's wall time over its launches (each session's), pauses left out."""
+    from recourse.benchmark.wall_time import segment_seconds
+
+    if segments is None:
+        return []
+    hours = segment_seconds(segments) / 3600
+    return [f"Wall time: {hours:.2f} h on 2 cores over {len(segments['segments'])} launches, pauses left out: "
+            f"{segments['how']} (`assets/results/{SEGMENTS}`, from `{SEGMENTS_LOG}`).", ""]
+
+
 def section(load: Loader) -> list[str]:
     record = load(REGISTRATION)
     if record is None:
@@ -131,4 +143,4 @@ def section(load: Loader) -> list[str]:
         return lines + [f"Not finished: its {expected_parts(record)} student parts are kept in `{PARTS}` as they are "
                         "made (the run resumes from them; each launch is logged in "
                         f"`{SEGMENTS_LOG}`).", ""]
-    return lines + results(run)
+    return lines + results(run) + wall_time(load(SEGMENTS))
