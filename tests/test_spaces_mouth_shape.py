@@ -104,6 +104,15 @@ def test_a_mouth_moves_toward_the_target_class_s_typical_mouth_and_no_further():
     assert float(dz.abs().sum()) > 0
 
 
+def test_a_highlight_on_a_lip_apart_from_the_teeth_is_no_tooth():
+    from recourse.generation.spaces.mouth_shape import lips_over_teeth, teeth_mask
+
+    large = torch.nn.functional.interpolate(_teeth(), size=256, mode="nearest")[0]  # teeth from row 192
+    large[:, 182:184, 112:140] = 1.0  # a shine on the upper lip, lip between it and the teeth
+    assert teeth_mask(large, OPEN)[182:184].any()  # as light as a tooth
+    assert np.array_equal(lips_over_teeth(large, OPEN), OPEN)  # but not in the run between the lips
+
+
 def test_a_mouth_taken_away_flips_a_model_that_reads_its_teeth():
     space = _space()
 

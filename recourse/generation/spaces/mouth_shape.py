@@ -159,12 +159,24 @@ def lips_over_teeth(image: torch.Tensor, points: np.ndarray) -> np.ndarray:
     if not teeth.any():
         return points
     scale = image.shape[-1] / 64
-    for index, upper in ((61, True), (62, True), (63, True), (65, False), (66, False), (67, False)):
-        column = int(np.clip(round(points[index, 0] * scale - 0.5), 1, teeth.shape[1] - 2))
-        rows = np.nonzero(teeth[:, column - 1:column + 2].any(axis=1))[0]
-        if len(rows):
-            edge = (rows.min() if upper else rows.max() + 1) / scale
-            points[index, 1] = min(points[index, 1], edge) if upper else max(points[index, 1], edge)
+    for upper_index, lower_index in ((61, 67), (62, 66), (63, 65)):
+        column = int(np.clip(round(points[upper_index, 0] * scale - 0.5), 1, teeth.shape[1] - 2))
+        shown = teeth[:, column - 1:column + 2].any(axis=1)
+        top, bottom = points[upper_index, 1] * scale, points[lower_index, 1] * scale
+        # only the run of teeth that reaches into the gap between the lips: a highlight on a lip,
+        # apart from it, is no tooth (on a black-and-white face light is all there is to go by)
+        start = int(np.clip(np.floor(top), 0, len(shown) - 1))
+        stop = int(np.clip(np.ceil(bottom), start, len(shown) - 1))
+        inside = np.nonzero(shown[start:stop + 1])[0]
+        if not len(inside):
+            continue
+        first, last = start + inside[0], start + inside[-1]
+        while first > 0 and shown[first - 1]:
+            first -= 1
+        while last < len(shown) - 1 and shown[last + 1]:
+            last += 1
+        points[upper_index, 1] = min(points[upper_index, 1], first / scale)
+        points[lower_index, 1] = max(points[lower_index, 1], (last + 1) / scale)
     return points
 
 
