@@ -19,6 +19,16 @@ def test_segments_add_up_their_spans_less_their_pauses():
     assert segment_seconds({"segments": segments}) == (50 + 58.5) * 60  # the page reads them the same way
 
 
+def test_times_with_an_offset_read_as_utc_beside_a_naive_end():
+    # scripts/chores/placement_run.sh writes `date -u +...+00:00`; the record's mtime is a naive UTC time
+    lines = ["segment start 2026-12-07T14:00:00+00:00", "cut 2026-12-07T15:00:00+00:00",
+             "segment start 2026-12-07T17:00:00+01:00"]
+    segments = segments_of(lines, end=datetime(2026, 12, 7, 16, 30))
+    assert segments == [{"start": "2026-12-07T14:00:00", "end": "2026-12-07T15:00:00", "paused_minutes": 0.0},
+                        {"start": "2026-12-07T16:00:00", "end": "2026-12-07T16:30:00", "paused_minutes": 0.0}]
+    assert segment_seconds({"segments": segments}) == 90 * 60
+
+
 @pytest.mark.parametrize("lines, message", [
     (["pause 2026-12-06T10:00:00"], "before any 'segment start'"),
     (["segment start 2026-12-06T10:00:00", "resume 2026-12-06T10:01:00"], "without a pause"),

@@ -10,7 +10,12 @@ it was cut). ``recourse run-segments`` writes the segments of a log.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import datetime, timezone
+
+
+def _utc(moment: datetime) -> datetime:
+    """``moment`` as a naive UTC time: a log may give its times with an offset (``+00:00``) or without."""
+    return moment if moment.tzinfo is None else moment.astimezone(timezone.utc).replace(tzinfo=None)
 
 
 def segments_of(lines: list[str], end: datetime) -> list[dict]:
@@ -19,7 +24,7 @@ def segments_of(lines: list[str], end: datetime) -> list[dict]:
     paused_at: datetime | None = None
     for line in filter(None, (line.strip() for line in lines)):
         *words, stamp = line.split()
-        moment = datetime.fromisoformat(stamp)
+        moment = _utc(datetime.fromisoformat(stamp))
         kind = " ".join(words)
         if kind == "segment start":
             segments.append({"start": moment, "end": None, "paused_minutes": 0.0})
@@ -41,7 +46,7 @@ def segments_of(lines: list[str], end: datetime) -> list[dict]:
     if paused_at is not None:
         raise ValueError("the log ends paused: resume the run before it ends")
     if segments[-1]["end"] is None:
-        segments[-1]["end"] = end
+        segments[-1]["end"] = _utc(end)
     if any(s["end"] is None for s in segments):
         raise ValueError("a segment before the last has no 'cut' line")
     return [{"start": s["start"].isoformat(timespec="seconds"), "end": s["end"].isoformat(timespec="seconds"),
