@@ -12,7 +12,10 @@ tip (the upper lip hangs from it; a mouth that opens moves its lower lip) and ma
 symmetric before a PCA (a face's own asymmetry stays its own): the first :attr:`components`
 whitened modes. Each model steers those modes (the space's prior and box, as every space) and,
 where a mouth is taken away (a smile, an open mouth), it closes by the share of its inner gap that
-leaves the target class's median gap (:attr:`closed_gaps`, measured on the same faces).
+leaves the target class's median gap (:attr:`closed_gaps`, measured on the same faces), or whole
+where it shows teeth (:func:`teeth_mask`). Each mode moves toward the target class's mean mouth
+and no further; a model the move does not convince gets the rest as shading
+(``recourse.generation.spaces.steer.shaded_counterfactuals``).
 
 The warp: a displacement field of Wendland radial functions through the moved mouth points and
 fixed points (the nostrils and a ring around the mouth), regularised so that it stays smooth
@@ -150,12 +153,13 @@ def teeth_mask(image: torch.Tensor, points: np.ndarray) -> np.ndarray:
     return teeth
 
 
-def lips_over_teeth(image: torch.Tensor, points: np.ndarray) -> np.ndarray:
+def lips_over_teeth(image: torch.Tensor, points: np.ndarray, teeth: np.ndarray | None = None) -> np.ndarray:
     """``points`` with each inner lip landmark moved out to the edge of the teeth its column shows
     (dlib puts the inner lips on the teeth of a broad smile, and a mouth closed between those
-    points keeps a band of teeth: a grimace; blind sets 5, 6 and 8)."""
+    points keeps a band of teeth: a grimace; blind sets 5, 6 and 8). ``teeth``: the face's
+    :func:`teeth_mask`, where it is already read."""
     points = np.asarray(points, np.float64).copy()
-    teeth = teeth_mask(image, points)
+    teeth = teeth_mask(image, points) if teeth is None else teeth
     if not teeth.any():
         return points
     scale = image.shape[-1] / 64
@@ -191,10 +195,11 @@ def place_mouth(space: MouthShapeSpace, points: np.ndarray, attribute: str | Non
     closing, inner = 0.0, None
     target = space.closed_gap(attribute) if closes and attribute else None
     if target is not None:
-        inner = lips_over_teeth(image, points) if image is not None else points
+        teeth = teeth_mask(image, points) if image is not None else None
+        inner = lips_over_teeth(image, points, teeth) if teeth is not None else points
         own = inner_gap(inner)
         closing = float(np.clip(1 - target / own, 0.0, 1.0)) if own > 0 else 0.0
-        if image is not None and teeth_mask(image, points).any():
+        if teeth is not None and teeth.any():
             # the target class's gap is a dark seam between lips; teeth squeezed into it are a white line
             closing = 1.0
     return MouthPlacement(points, space.encode(normalised_shape(points)),
