@@ -81,7 +81,7 @@ def render(space: RegionSpace, images: torch.Tensor, placements: list[FacePlacem
     each face's own residual let go there. ``tone_kept``: the change keeps the part's mean colour
     (:func:`keep_tone`); by default where the space is one of :data:`KEEP_TONE`."""
     change = space.change(dz)
-    if space.config.group in KEEP_TONE if tone_kept is None else tone_kept:
+    if (space.config.group in KEEP_TONE) if tone_kept is None else tone_kept:
         change = keep_tone(change, space.taper.float())
     luminance_rows = torch.tensor([1.0, 0.0, 0.0], dtype=change.dtype)[:, None, None]
     only_luminance = torch.tensor([luminance or placement.monochrome for placement in placements])[:, None, None, None]
