@@ -115,3 +115,17 @@ def test_a_grey_face_edited_by_any_method_keeps_its_chroma():
         assert float(colour_spread(off.images)[0]) > 0.1
     finally:
         del methods.METHODS["test-colouring"]
+
+
+def test_a_darker_part_reads_less_light_and_takes_a_smaller_relative_shading():
+    space = synthetic_space()  # its mean part has luminance 0.5
+    dark = torch.full((1, 3, 64, 64), 0.25)
+    light = torch.full((1, 3, 64, 64), 0.75)
+    dark_placement = place(space, dark, MEAN_LANDMARKS_64, True)
+    assert abs(dark_placement.light - 0.5) < 0.05
+    assert abs(place(space, light, MEAN_LANDMARKS_64, True).light - 1.5) < 0.05
+    dz = torch.full((1, 8), 0.3)  # small enough that nothing is clamped at black
+    absolute = render(space, dark, [dark_placement], dz, luminance=True, tone_kept=True) - dark
+    relative = render(space, dark, [dark_placement], dz, luminance=True, tone_kept=True, relative=True) - dark
+    assert absolute.abs().amax() > 0.005
+    torch.testing.assert_close(relative, absolute * dark_placement.light, atol=2e-3, rtol=0.05)

@@ -39,7 +39,8 @@ KEEP_TONE = ("face",)  # spaces whose edits keep the part's mean colour (see kee
 class FacePlacement:
     """Where one face's part lies: the affine map from the template, the soft region ``alpha``
     ``(1, 1, H, W)`` the edit may change, the face's coefficients ``z0`` ``(1, K)`` and residual
-    ``(1, D)``, and whether it is monochrome or its landmarks were not found."""
+    ``(1, D)``, whether it is monochrome or its landmarks were not found, and ``light``: the part's
+    mean luminance on this face over that of the space's mean part."""
 
     affine: np.ndarray
     alpha: torch.Tensor
@@ -47,6 +48,14 @@ class FacePlacement:
     residual: torch.Tensor
     monochrome: bool
     found: bool
+    light: float = 1.0
+
+
+def relative_light(space: RegionSpace, textures: torch.Tensor) -> float:
+    """The part's mean luminance in ``textures`` ``(1, D)`` over that of the space's mean part
+    (both weighted by the taper the textures carry)."""
+    pixels = space.taper.numel()
+    return float(textures[0, :pixels].sum() / space.mean.float()[:pixels].sum().clamp_min(1e-6))
 
 
 def place(space: RegionSpace, image: torch.Tensor, points: np.ndarray, found: bool) -> FacePlacement:
@@ -62,7 +71,7 @@ def place(space: RegionSpace, image: torch.Tensor, points: np.ndarray, found: bo
     covered = from_template(coverage(box), [affine], box, (height, width))
     region = mask_of_shape(points, tapered_shape(space.config.region), height, width)[None, None]
     return FacePlacement(affine, (region * covered).to(image.dtype), codes, residual,
-                         colour_mode(image[0]).monochrome, found)
+                         colour_mode(image[0]).monochrome, found, relative_light(space, textures))
 
 
 def keep_tone(change: torch.Tensor, taper: torch.Tensor) -> torch.Tensor:
@@ -75,14 +84,20 @@ def keep_tone(change: torch.Tensor, taper: torch.Tensor) -> torch.Tensor:
 
 def render(space: RegionSpace, images: torch.Tensor, placements: list[FacePlacement], dz: torch.Tensor,
            residual_dropped: torch.Tensor | float = 0.0, luminance: bool = False,
-           tone_kept: bool | None = None) -> torch.Tensor:
+           tone_kept: bool | None = None, relative: bool = False) -> torch.Tensor:
     """``images`` ``(B, 3, H, W)`` with the coefficient changes ``dz`` ``(B, K)`` applied in each
     face's region (``placements``, one a face), and ``residual_dropped`` (a float or ``(B,)``) of
     each face's own residual let go there. ``tone_kept``: the change keeps the part's mean colour
-    (:func:`keep_tone`); by default where the space is one of :data:`KEEP_TONE`."""
+    (:func:`keep_tone`); by default where the space is one of :data:`KEEP_TONE`. ``relative``: the
+    change is scaled by each face's :attr:`FacePlacement.light`."""
     change = space.change(dz)
     if (space.config.group in KEEP_TONE) if tone_kept is None else tone_kept:
         change = keep_tone(change, space.taper.float())
+    if relative:
+        # light multiplies what a surface reflects: a shadow that darkens a fair cheek by 0.1
+        # darkens a dark one by less, and the same 0.1 there reads as a stain, not a shadow
+        change = change * torch.tensor([placement.light for placement in placements],
+                                       dtype=change.dtype).clamp(0.2, 1.5)[:, None, None, None]
     luminance_rows = torch.tensor([1.0, 0.0, 0.0], dtype=change.dtype)[:, None, None]
     only_luminance = torch.tensor([luminance or placement.monochrome for placement in placements])[:, None, None, None]
     box, size = tuple(space.config.box), tuple(images.shape[-2:])
@@ -102,7 +117,7 @@ def render(space: RegionSpace, images: torch.Tensor, placements: list[FacePlacem
 
 def steer(space: RegionSpace, images: torch.Tensor, placements: list[FacePlacement], model: nn.Module, index: int,
           sign: torch.Tensor, config, residual_dropped: torch.Tensor | float = 0.0,
-          luminance: bool = False, tone_kept: bool | None = None) -> torch.Tensor:
+          luminance: bool = False, tone_kept: bool | None = None, relative: bool = False) -> torch.Tensor:
     """The coefficient changes ``(B, K)`` that ``model`` steers ``images`` to (see the module's doc)."""
     z0 = torch.cat([placement.codes for placement in placements])
     frozen = None
@@ -113,7 +128,7 @@ def steer(space: RegionSpace, images: torch.Tensor, placements: list[FacePlaceme
     centre = (torch.stack([space.class_mean(ATTRIBUTES[index], int(side > 0)) for side in sign])
               if config.space_class_prior else 0.0)
     return steer_coefficients(z0, lambda dz: render(space, images, placements, dz, residual_dropped, luminance,
-                                                    tone_kept),
+                                                    tone_kept, relative),
                               model, index, sign, config, centre, config.space_prior_weight, frozen)
 
 
@@ -122,15 +137,16 @@ def space_edits(space: RegionSpace, images: torch.Tensor, model: nn.Module, inde
     """The whole edits ``(B, 3, H, W)`` of ``images``, each aiming at ``margin + overshoot``; the
     faces are steered together, each as if alone (:func:`steer_coefficients`). ``shading``: only
     the change's light and shade (its luminance, the part's tone kept, the face's own residual
-    kept), for a part whose shape another space has already moved."""
+    kept, scaled by the part's own light), for a part whose shape another space has already moved."""
     placements = [place(space, images[i:i + 1], points[i], bool(found[i])) for i in range(len(images))]
     drops = ATTRIBUTES[index] in config.space_drop_residual and not shading
     residual_dropped = ((sign < 0) & drops).to(images.dtype)
     luminance = shading or ATTRIBUTES[index] in config.space_luminance_only
     tone_kept = True if shading else None
-    dz = steer(space, images, placements, model, index, sign, config, residual_dropped, luminance, tone_kept)
+    dz = steer(space, images, placements, model, index, sign, config, residual_dropped, luminance, tone_kept,
+               relative=shading)
     with torch.no_grad():
-        edited = render(space, images, placements, dz, residual_dropped, luminance, tone_kept)
+        edited = render(space, images, placements, dz, residual_dropped, luminance, tone_kept, relative=shading)
     monochrome = torch.tensor([placement.monochrome for placement in placements])
     return torch.where(monochrome[:, None, None, None], luminance_only(images, edited), edited)
 
