@@ -24,6 +24,23 @@ def test_targets_are_read_at_the_visible_stop_with_the_local_and_judged_attribut
     assert "FD / floor" not in young
 
 
+def test_the_judges_targets_are_two_sided_a_caricature_misses_them_too():
+    found = default_quality.targets([row("Young", "visible", shift=1.3, over=1.1, region="whole_face"),
+                                     row("Male", "visible", shift=1.2, over=1.2, region="whole_face")])
+    young = {t.what: t for t in found if t.attribute == "Young"}
+    male = {t.what: t for t in found if t.attribute == "Male"}
+    assert not young["shift, age"].met and young["shift, age"].bound == "0.8–1.25"
+    assert young["seen / ceiling, age"].met and young["seen / ceiling, age"].bound == "0.85–1.15"
+    assert male["shift, age"].met and not male["seen / ceiling, age"].met
+
+
+def test_the_artifact_check_is_a_target_where_the_run_read_it():
+    with_check = dict(row("Smiling", "visible"), artifact_pass_rate=89.5)
+    passed = {t.what: t for t in default_quality.targets([with_check])}["artifact check passed %"]
+    assert not passed.met and passed.bound == "≥ 90"
+    assert "artifact check passed %" not in {t.what for t in default_quality.targets([row("Smiling", "visible")])}
+
+
 def test_each_region_s_targets_apply_to_the_attributes_edited_in_it():
     """Blond_Hair, edited in the hair like Bangs, gets the local targets; the same attribute edited
     over the whole frame gets the whole face's."""
@@ -37,10 +54,12 @@ def test_each_region_s_targets_apply_to_the_attributes_edited_in_it():
     assert over_frame["MNAC"].bound == "≤ 5" and over_frame["MNAC"].met and "FD / floor" not in over_frame
 
 
-def test_the_committed_run_s_hair_colour_edit_is_held_to_the_local_targets():
-    record = files.load(default_quality.RUN)
-    blond = {t.what: t for t in default_quality.targets(record["attributes"]) if t.attribute == "Blond_Hair"}
-    assert blond["MNAC"].bound == "≤ 3.5" and "FD / floor" in blond
+def test_the_committed_runs_hair_colour_edit_is_held_to_the_local_targets():
+    records = [files.load(name) for name in (default_quality.RUN, default_quality.PIXEL_RUN)]
+    assert records[1] is not None  # the pixel edit's run is committed; the default's once made
+    for record in filter(None, records):
+        blond = {t.what: t for t in default_quality.targets(record["attributes"]) if t.attribute == "Blond_Hair"}
+        assert blond["MNAC"].bound == "≤ 3.5" and "FD / floor" in blond
 
 
 def test_the_section_counts_the_targets_met_and_says_which_are_not(monkeypatch):
@@ -50,7 +69,19 @@ def test_the_section_counts_the_targets_met_and_says_which_are_not(monkeypatch):
                              row("Young", "benchmark", region="whole_face")]}
     monkeypatch.setattr(files, "load", lambda name: record if name == default_quality.RUN else None)
     page = "\n".join(default_quality.default_quality_section())
+    assert "The pixel edit" in page  # its run not there: the section says how to make it
     assert "10 faces × 1 attributes" in page
-    assert "4 of 5 met" in page and "| shift, age | Young | 0.500 | ≥ 0.8 | **no** |" in page
+    assert "4 of 5 met" in page and "| shift, age | Young | 0.500 | 0.8–1.25 | **no** |" in page
     assert ("| Young | whole_face | visible (10) | 80.0 | 99.0 | 98.0 | 3.00 | 2.00 (1.50) | age: 0.90, 0.50 "
             "| 3.20 |") in page
+
+
+def test_a_run_that_read_the_artifact_check_shows_it_in_its_table(monkeypatch):
+    record = {"command": "python -m scripts.measurements.quality_visible --n 10", "n": 10,
+              "stops": {"visible": 10.0, "benchmark": 2.0},
+              "attributes": [dict(row("Smiling", "visible"), margin=6.0, artifact_pass_rate=96.0),
+                             dict(row("Young", "visible", region="whole_face"), margin=3.0, artifact_pass_rate=99.0)]}
+    monkeypatch.setattr(files, "load", lambda name: record if name == default_quality.RUN else None)
+    page = "\n".join(default_quality.default_quality_section())
+    assert "artifact check % |" in page and "each attribute's own visible stop" in page
+    assert "| Smiling | mouth | visible (6) | 80.0 | 99.0 | 98.0 | 96.0 | 3.00 |" in page
