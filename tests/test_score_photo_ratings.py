@@ -25,3 +25,22 @@ def test_scores_are_read_per_method_from_the_key(tmp_path, capsys):
     assert scores["m1"]["public-domain: Smiling adding"]["convinced"] == 1
     assert scores["m2"]["test: Smiling removing"]["n"] == 1 and "public-domain: Smiling removing" not in scores["m2"]
     assert summary([])["convinced_rate"] is None
+
+
+def test_a_set_split_between_raters_reads_as_one_rating_and_an_item_rated_twice_is_refused(tmp_path):
+    key = [{"item": n, "source": "a.jpg", "method": "m", "attribute": "Smiling", "target": 1, "edited": "A"}
+           for n in (1, 2)]
+    (tmp_path / "key.json").write_text(json.dumps(key))
+    good = {"edited": "A", "changed": True, "same_person": True, "artifact": False}
+    (tmp_path / "t.json").write_text(json.dumps([{"item": 1, **good}]))
+    (tmp_path / "v.json").write_text(json.dumps([{"item": 2, **good, "artifact": True}]))
+    (tmp_path / "w.json").write_text(json.dumps([{"item": 1, **good}]))
+    main([f"{tmp_path / 't.json'}+v.json", "--key", str(tmp_path / "key.json"), "--json", str(tmp_path / "s.json")])
+    rater = json.loads((tmp_path / "s.json").read_text())["raters"][0]
+    assert rater["items"] == 2 and rater["scores"]["m"]["all"]["convinced"] == 1
+    try:
+        main([f"{tmp_path / 't.json'}+w.json", "--key", str(tmp_path / "key.json")])
+    except SystemExit as refused:
+        assert "more than one part" in str(refused)
+    else:
+        raise AssertionError("an item rated in two parts was read")

@@ -5,7 +5,9 @@
 
 A ratings file is a JSON list with one object per item: ``{"item": 7, "edited": "A" | "B" |
 "cannot tell", "changed": true | false, "same_person": true | false, "artifact": true | false}``
-(and an optional ``"note"``). An edit *convinces* when the rater saw the attribute changed the
+(and an optional ``"note"``). A large set may be split between raters: ``t.json+v.json`` reads
+as one rating of the whole set, from raters who each rated a part (an item rated twice in it is
+refused). An edit *convinces* when the rater saw the attribute changed the
 asked way, the same person, and no artifact. Per method, per attribute and direction, and over
 all: the convinced share with its Wilson 95% interval, and how often the rater found which
 picture was edited (50% is chance: an edit nobody can find did little). The key, not the rater,
@@ -23,10 +25,21 @@ from recourse.benchmark.statistics import wilson_interval
 
 
 def read_ratings(path: Path) -> dict[int, dict]:
-    rows = json.loads(path.read_text())
-    if not isinstance(rows, list) or not all(isinstance(row, dict) and isinstance(row.get("item"), int) for row in rows):
-        raise SystemExit(f"{path}: expected a JSON list of objects with an integer 'item'")
-    return {row["item"]: row for row in rows}
+    """The ratings of ``path``, or of ``a.json+b.json``'s parts joined (each item in one part only)."""
+    first, *others = str(path).split("+")
+    joined: dict[int, dict] = {}
+    # a later part without a folder lies beside the first
+    for part_path in [Path(first), *(Path(first).parent / part if Path(part).name == part else Path(part)
+                                     for part in others)]:
+        rows = json.loads(part_path.read_text())
+        if not isinstance(rows, list) or not all(isinstance(row, dict) and isinstance(row.get("item"), int)
+                                                 for row in rows):
+            raise SystemExit(f"{part_path}: expected a JSON list of objects with an integer 'item'")
+        twice = sorted({row["item"] for row in rows} & joined.keys())
+        if twice:
+            raise SystemExit(f"{path}: items {twice[:5]} are rated in more than one part")
+        joined |= {row["item"]: row for row in rows}
+    return joined
 
 
 def convinced(rating: dict) -> bool:
