@@ -4,7 +4,9 @@ For each of the eight judged attributes, one sheet (``docs/contact-sheets/<attri
 a row per gallery face (public-domain portraits, ``assets/gallery/SOURCES.md``), with the
 original, the full-precision classifier's counterfactual, a 4-bit variant's counterfactual
 (same settings), and both differences, each shown where the app shows it: at the visible stop
-of the model's whole edit (``recourse.audit.stops``). The caption gives each model's p before →
+of the model's whole edit, with the app's settings for the attribute (a region-space edit at its
+attribute's own stop: ``recourse.audit.pipeline.attribute_settings``). The pictures are the
+model-size edits enlarged, not the display crop's redraw. The caption gives each model's p before →
 after, and the robust judge's p on the face and on both counterfactuals (it scores, it never
 guides).
 
@@ -22,7 +24,8 @@ import torch
 from PIL import Image, ImageDraw
 
 from recourse.audit.paired import flip_targets, stop_on_paths
-from recourse.audit.stops import committed_stops
+from recourse.audit.pipeline import attribute_settings
+from recourse.audit.result import product_settings
 from recourse.data import QUALITY_ATTRIBUTES, attribute_index
 from recourse.generation import CounterfactualConfig, default_generator, generate
 from recourse.models import load_judge, load_student, load_teacher
@@ -49,11 +52,15 @@ def _shown_at(result, faces: torch.Tensor, decider, attribute: str, targets: tor
 
 
 def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str,
-          config: CounterfactualConfig = CounterfactualConfig()) -> Image.Image:
+          config: CounterfactualConfig | None = None) -> Image.Image:
     teacher, student, generator = load_teacher().eval(), load_student(variant), default_generator()
     targets = flip_targets(teacher, faces, attribute)
-    stops = committed_stops()
-    config = replace(config, margin=max(config.margin, stops.edit))
+    # the app's settings and stops for this attribute (a region-space edit's visible stop is its own)
+    product = product_settings()
+    if config is not None:
+        product = replace(product, counterfactual=config)
+    settings = attribute_settings(product, attribute, generator)
+    stops, config = settings.stops, settings.edit_config
     full = generate(faces, teacher, attribute, targets, config, generator)
     # the twin guides, the integer model decides where the student's edit stops (as in an audit)
     decider = student.decider if student.kind == "integer" else None
@@ -69,9 +76,9 @@ def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str,
     width = len(columns) * (PANEL + gap)
     picture = Image.new("RGB", (width, 24 + len(names) * (PANEL + caption)), "white")
     draw = ImageDraw.Draw(picture)
-    how = f"cone {config.cone_degrees:g} deg" if config.method == "pca-walk-cone" else f"sigma {config.sigma:g}"
+    how = {"pca-walk-cone": f", cone {config.cone_degrees:g} deg", "denoised": f", sigma {config.sigma:g}"}.get(config.method, "")
     draw.text((4, 6), f"{attribute}: target = flip the full-precision decision; {config.method}, shown at the visible stop "
-                      f"({stops.visible:g} logits past the boundary) of edits aimed past {config.margin:g}, {how}",
+                      f"({stops.visible:g} logits past the boundary) of edits aimed past {config.margin:g}{how}",
               fill="black")
     for row, name in enumerate(names):
         top = 24 + row * (PANEL + caption)
@@ -97,7 +104,7 @@ def main() -> None:
     parser.add_argument("--attributes", nargs="+", default=list(QUALITY_ATTRIBUTES), choices=QUALITY_ATTRIBUTES,
                         metavar="ATTRIBUTE", help="the sheets to make (default: the eight judged attributes)")
     args = parser.parse_args()
-    config = CounterfactualConfig(**({"method": args.method} if args.method else {}))
+    config = replace(product_settings().counterfactual, method=args.method) if args.method else None
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     names, faces = gallery_faces()
