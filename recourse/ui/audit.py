@@ -315,10 +315,7 @@ def _audit_choices() -> tuple[Choice, Choice, Choice, Bounded]:
         target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
                         min_width=400)  # a row of its own: its choices read whole
         margin = Bounded(0, limits.MAX_MARGIN, value=STOPS.visible, step=0.25, elem_id="margin",
-                         min_width=400,
-                         # left where it starts, a region-space edit's picture is at its attribute's own stop
-                         label=f"Pictures at margin (0 = boundary; left at {STOPS.visible:g}: the attribute's own "
-                               "visible stop, which the audit names)")
+                         min_width=400, label="Pictures at margin (0 = boundary)")
     return variant, attribute, target, margin
 
 
