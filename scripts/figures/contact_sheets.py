@@ -76,7 +76,8 @@ def sheet(attribute: str, names: list[str], faces: torch.Tensor, variant: str,
     width = len(columns) * (PANEL + gap)
     picture = Image.new("RGB", (width, 24 + len(names) * (PANEL + caption)), "white")
     draw = ImageDraw.Draw(picture)
-    how = {"pca-walk-cone": f", cone {config.cone_degrees:g} deg", "denoised": f", sigma {config.sigma:g}"}.get(config.method, "")
+    how = {"pca-walk-cone": f", cone {config.cone_degrees:g} deg",
+           "denoised": f", sigma {config.sigma:g}"}.get(config.method, "")
     draw.text((4, 6), f"{attribute}: target = flip the full-precision decision; {config.method}, shown at the visible stop "
                       f"({stops.visible:g} logits past the boundary) of edits aimed past {config.margin:g}{how}",
               fill="black")

@@ -38,29 +38,28 @@ def agreement(pairs: list[tuple[bool, bool]]) -> dict:
             "instrument_flagged": sum(flagged for _, flagged in pairs)}
 
 
-def readings(folder: Path, items: list[dict], photos: Path) -> dict[int, dict]:
+def readings(items: list[dict], photos: Path) -> dict[int, dict]:
     """The instruments' readings of each item's edit, made again."""
     from recourse.audit.instruments import identity_view
-    from recourse.audit.pipeline import prepare_image
     from recourse.checkpoints import load_classifier
     from recourse.generation import default_generator
     from recourse.generation.regions import face_landmarks
     from recourse.generation.spaces.artifacts import check_attribute_edit
     from recourse.instruments.identity import face_descriptor
     from recourse.locations import teacher_dir
-    from scripts.figures.photo_rating import edit
+    from scripts.figures.photo_rating import edit, faces
 
     classifier, generator, describe = load_classifier(teacher_dir()).eval(), default_generator(), face_descriptor()
-    faces: dict[str, dict] = {}
+    # each photo aligned as the rating set aligned it, and its landmarks read once for all its items
+    sources = sorted({item["source"] for item in items})
+    prepared = {face["source"]: face for face in faces([photos / source for source in sources], None, 0, 0)}
+    points = {source: face_landmarks(face["x"][None])[0][0] for source, face in prepared.items()}
     found = {}
     for number, item in enumerate(items, start=1):
-        if item["source"] not in faces:
-            x, _, display = prepare_image((photos / item["source"]).read_bytes(), 64)
-            faces[item["source"]] = {"source": item["source"], "x": x, "display": display}
-        face = faces[item["source"]]
+        face = prepared[item["source"]]
         picture = edit(face, item["attribute"], item["target"], item["method"], classifier, generator)
-        points = face_landmarks(face["x"][None])[0][0]
-        check = check_attribute_edit(face["x"], picture, item["attribute"], points, generator.edit_spaces)
+        check = check_attribute_edit(face["x"], picture, item["attribute"], points[item["source"]],
+                                     generator.edit_spaces)
         identity = identity_view(describe, face["x"], picture, picture)
         found[item["item"]] = {"artifact_passed": check.passed, "reasons": list(check.reasons),
                                "dlib_same_person": identity.kept("teacher") if identity else None}
@@ -99,7 +98,7 @@ def main(argv: list[str] | None = None) -> None:
     key = [item for item in json.loads((folder / "key.json").read_text()) if item["method"] in args.methods]
     if any(item["source"].startswith("test:") for item in key):
         raise SystemExit("the set holds test-split faces: this reads public-domain photos only")
-    found = readings(folder, key, Path(args.photos))
+    found = readings(key, Path(args.photos))
     output = {"command": "python -m scripts.measurements.rating_instruments "
                          + shlex.join(sys.argv[1:] if argv is None else argv),
               "methods": args.methods, "items": found, "readings": []}
