@@ -21,6 +21,11 @@ numbered. ``key.json`` (never shown to a rater) holds each item's source, method
 target and edited side. ``items.json`` holds what a rater may read. The folder must lie outside
 the repository: it holds dataset faces.
 
+To rate two versions of the code in one set (the committed default beside a change to it): make
+the first version's set with ``--keep-pairs`` in a checkout of that version and ``--label`` its
+methods (``--label region-space=region-space@a5c6c2f``), then the second's with ``--include`` that
+folder: the first set's pairs join the second's before the shuffle, and one key names both.
+
 A rater fills, per item: ``edited`` (A or B: which picture looks edited), ``changed`` (the
 edited picture shows the attribute changed the asked way), ``same_person`` and ``artifact``
 (something a person would call damage: a blob, smear, band, false colour). Scored by
@@ -105,6 +110,23 @@ def sheet(items: list[dict], pictures: list[tuple[Image.Image, Image.Image]], co
     return page
 
 
+def keep_pairs(folder: Path, items: list[dict], pictures: list[tuple[Image.Image, Image.Image]]) -> None:
+    """Each item's two pictures as ``NNNN-A.png`` and ``NNNN-B.png`` and the items, in making order."""
+    folder.mkdir(parents=True, exist_ok=True)
+    for number, (a, b) in enumerate(pictures):
+        a.save(folder / f"{number:04d}-A.png")
+        b.save(folder / f"{number:04d}-B.png")
+    (folder / "items.json").write_text(json.dumps(items, indent=2) + "\n")
+
+
+def read_pairs(folder: Path) -> tuple[list[dict], list[tuple[Image.Image, Image.Image]]]:
+    """The items and pictures :func:`keep_pairs` kept in ``folder``."""
+    items = json.loads((folder / "items.json").read_text())
+    pictures = [(Image.open(folder / f"{number:04d}-A.png").convert("RGB"),
+                 Image.open(folder / f"{number:04d}-B.png").convert("RGB")) for number in range(len(items))]
+    return [{key: value for key, value in item.items() if key != "item"} for item in items], pictures
+
+
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--photos", nargs="+", default=[], help="folders of photos (every .jpg/.png in them)")
@@ -117,8 +139,15 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--per-sheet", type=int, default=6)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--label", nargs="+", default=[], metavar="METHOD=LABEL",
+                        help="the name a method's items carry in the key (the code version that made them)")
+    parser.add_argument("--keep-pairs", action="store_true",
+                        help="also keep every item's two pictures and its key line in pairs/ (for --include)")
+    parser.add_argument("--include", nargs="+", default=[], metavar="SET",
+                        help="sets made with --keep-pairs whose pairs join this one's before the shuffle")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    labels = dict(label.split("=", 1) for label in args.label)
     out = Path(args.out).expanduser()
     if out.resolve().is_relative_to(REPOSITORY):
         parser.error("--out must lie outside the repository: the set holds dataset faces")
@@ -143,10 +172,16 @@ def main(argv: list[str] | None = None) -> None:
                 side = rng.choice("AB")
                 pictures.append((edited, original) if side == "A" else (original, edited))
                 direction = "MORE" if target else "LESS"
-                items.append({"source": face["source"], "method": method, "attribute": attribute, "target": target,
+                items.append({"source": face["source"], "method": labels.get(method, method), "attribute": attribute,
+                              "target": target,
                               "edited": side,
                               "question": f"one of the two was edited to look {direction} {PHRASES.get(attribute, attribute)}"})
             print(f"{face['source']}: {attribute} -> {target}", flush=True)
+    if args.keep_pairs:
+        keep_pairs(out / "pairs", items, pictures)
+    for included in args.include:
+        more_items, more_pictures = read_pairs(Path(included).expanduser() / "pairs")
+        items, pictures = items + more_items, pictures + more_pictures
     order = list(range(len(items)))
     rng.shuffle(order)
     items, pictures = [items[i] for i in order], [pictures[i] for i in order]

@@ -1,0 +1,17 @@
+from PIL import Image
+
+from scripts.figures.photo_rating import keep_pairs, read_pairs
+
+
+def test_kept_pairs_come_back_as_they_were_made_without_their_numbers(tmp_path):
+    items = [{"source": "a.jpg", "method": "region-space@old", "attribute": "Blond_Hair", "target": 1,
+              "edited": "B", "question": "q", "item": 7},
+             {"source": "b.jpg", "method": "denoised", "attribute": "Smiling", "target": 0, "edited": "A",
+              "question": "r"}]
+    pictures = [(Image.new("RGB", (4, 4), (10 * k, 0, 0)), Image.new("RGB", (4, 4), (0, 10 * k, 0))) for k in (1, 2)]
+    keep_pairs(tmp_path / "pairs", items, pictures)
+    read_items, read_pictures = read_pairs(tmp_path / "pairs")
+    assert [item["method"] for item in read_items] == ["region-space@old", "denoised"]
+    assert all("item" not in item for item in read_items)  # numbered again after the shuffle
+    assert [(a.getpixel((0, 0)), b.getpixel((0, 0))) for a, b in read_pictures] == [((10, 0, 0), (0, 10, 0)),
+                                                                                   ((20, 0, 0), (0, 20, 0))]
