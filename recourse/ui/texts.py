@@ -43,8 +43,8 @@ GLOSSARY = f"""
   the photo never shows (a teal mouth), or a face part unlike real faces' (a blob, a smear). An
   edit that fails it is said so with its reasons, and the judges' and dlib's ticks on it do not
   count. The status says which edit the pictures are: *edited inside a space of real face parts*
-  (the mouth, the eyes, the whole face) or *the model's pixel edit* (where no space models the
-  part, hair for one).
+  (the mouth, the eyes, the whole face, the hair's colour) or *the model's pixel edit* (where no
+  space models the part: bangs, wavy hair, ears).
 - **Recourse path**: the straight line from the face to a model's whole edit, with both models'
   logits along it; where each model's decision flips tells how much more of the same change one
   needs than the other.

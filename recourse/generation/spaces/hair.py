@@ -14,10 +14,9 @@ moves, and along the straight path from the face every point is the same map sca
 
 Hair is told apart by geometry and by a person segmenter (:mod:`person`), not by colour alone:
 the region outside the face and neck (:data:`regions.GROUPS` ``"hair"``), on the person, and
-unlike the face's skin, or, for fair hair that is near skin by that measure, more like the
-crown's colour than the cheeks' (:func:`fair_hair`). The segmenter's outline is loose around
-hair: a colour matte keeps what is more like what lies around the hair than like the hair out
-of it. The background and clothes are never recoloured; a face with no hair to speak of (bald,
+unlike the face's skin, and joined to the hair above the eyes. The segmenter's outline is loose
+around hair: on the display crop a colour matte keeps what is more like what lies around the hair
+than like the hair out of the recolouring. The background and clothes are never recoloured; a face with no hair to speak of (bald,
 hair hidden) cannot be edited and says so by not moving. On the photo's display crop a lightened
 hair's strands keep the contrast light gives them (:func:`with_strands`).
 """
@@ -51,14 +50,12 @@ LUMINANCE_SPREAD = 0.06
 DARKER_WEIGHT = 1.0  # luminance standard deviations below the skin's count as chroma distances
 SHADING_LIMIT = 1.35
 FIT_FACES = 6000  # train faces the hair colours are read on (a class of 4%, grey hair, has 240 of them)
-CROWN_ABOVE_BROWS = 0.6
-FAIR_DARKER = 0.08  # a crown this much darker than the cheeks (in Y) is dark hair: unlikeness tells it
-FAIR_APART = 2.5  # the crown's median distance from the skin's colour under which it is skin (a bald head)
 PRIOR_SHARE = 0.25
 MATTE_RING = 4  # pixels of the 64-px frame around the hair whose colours are "not hair"
 MATTE_CLUSTERS = 3
-HAIR_GAP = 2  # pixels of the 64-px frame: a gap in the hair that still joins it to the crown
-MAX_STRAND_GAIN = 3.0  # the most the strands' fine shading is scaled by (see with_strands)  # of the part spaces' prior weight: 4 statistics, not 64 texture coefficients, carry it
+HAIR_GAP = 2  # pixels of the 64-px frame: a gap in the hair that still joins it to the head
+MAX_STRAND_GAIN = 2.0
+MAX_TINT_LIGHT = 1.5  # a highlight takes at most this many times the mean tint (see recolour)  # the most the strands' fine shading is scaled by (see with_strands)  # of the part spaces' prior weight: 4 statistics, not 64 texture coefficients, carry it
 
 
 def skin_unlike(ycbcr: torch.Tensor, skin: torch.Tensor, monochrome: bool, lighter_counts: bool = False,
@@ -87,9 +84,11 @@ def skin_unlike(ycbcr: torch.Tensor, skin: torch.Tensor, monochrome: bool, light
     return torch.sigmoid((distance.view(ycbcr.shape[-2:]) - threshold) / SKIN_SOFT).float()
 
 
-def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor) -> torch.Tensor:
+def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor, matte: bool = False) -> torch.Tensor:
     """``(H, W)`` mask of the hair of one face ``(3, H, W)`` with landmarks ``points`` ``(68, 2)``
-    in its pixels and person probabilities ``person`` ``(H, W)``.
+    in its pixels and person probabilities ``person`` ``(H, W)``; with ``matte``, the colour matte
+    (:func:`_colour_matte`) too: on a display crop, where a recoloured outline shows as a halo. At
+    the model's size the outline's mixed pixels are part of what the classifier reads as hair.
 
     Above the mouth, hair is what is on the person, outside the face, unlike its skin and within
     the head's width. Lower down it can also be a collar or a jacket's shoulders: there only what
@@ -109,9 +108,7 @@ def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor) -
     columns = torch.arange(width, dtype=torch.float32)[None, :]
     scale = float(np.linalg.norm(points[36:42].mean(0) - points[42:48].mean(0)))
     soft = max(1.0, height / 64)
-    crown = outside_face * _crown(points, rows, columns, scale, soft)
-    unlike = _smooth(torch.maximum(unlike, fair_hair(ycbcr, ycbcr[:, cheeks], _samples(ycbcr, crown), monochrome)),
-                     height)
+    unlike = _smooth(unlike, height)
     mouth, chin = float(points[48:68, 1].mean()), float(points[8, 1])
     above_mouth = torch.sigmoid((mouth - rows) / soft).expand(height, width)
     core = _firm(outside_face * unlike) * above_mouth * _head_width(points, rows, columns, scale, soft)
@@ -132,7 +129,7 @@ def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor) -
     lower = (_firm(outside_face * unlike * (1 - below_chin + below_chin * like_hair)) * (1 - above_mouth)
              * _head_width(points, rows, columns, scale, soft) * fade)
     hair = _feather((core + lower * _hanging_from(core, lower)).clamp(0, 1), height)
-    return hair * _colour_matte(ycbcr, hair, person, monochrome)
+    return hair * _colour_matte(ycbcr, hair, person, monochrome) if matte else hair
 
 
 def _colour_matte(ycbcr: torch.Tensor, hair: torch.Tensor, person: torch.Tensor, monochrome: bool) -> torch.Tensor:
@@ -173,28 +170,6 @@ def _clusters(samples: torch.Tensor, count: int, rounds: int = 10) -> list[torch
     return [samples[:, nearest == k] for k in range(count)]
 
 
-def fair_hair(ycbcr: torch.Tensor, skin: torch.Tensor, crown: torch.Tensor, monochrome: bool) -> torch.Tensor:
-    """``(H, W)`` in [0, 1]: how much more each pixel is like the crown's hair (samples ``(3, n)``)
-    than like the cheeks' skin (``(3, m)``), where that hair is fair: as light as the skin or
-    lighter, and apart from it in colour (a blond's yellow against skin's red). Unlikeness to skin
-    (:func:`skin_unlike`) tells dark hair; fair hair is near skin by that measure and would be left
-    in patches, and a blond whose hair is recoloured in patches looks stained. Zero where the crown
-    is dark, too small to read, or skin-coloured (a bald head)."""
-    nothing = torch.zeros(ycbcr.shape[-2:])
-    if crown.shape[1] < 16 or skin.shape[1] < 8:
-        return nothing
-    channels = [0] if monochrome else [0, 1, 2]
-    hair, skin = crown[channels].double(), skin[channels].double()
-    if float(hair[0].median()) < float(skin[0].median()) - FAIR_DARKER:
-        return nothing
-    pixels = ycbcr[channels].flatten(1).double()
-    hair_fit, skin_fit = _gaussian(hair), _gaussian(skin)
-    if float(skin_fit.distance(hair).median()) < FAIR_APART:
-        return nothing
-    return torch.sigmoid((skin_fit.distance(pixels) ** 2 - hair_fit.distance(pixels) ** 2
-                          - hair_fit.log_volume + skin_fit.log_volume) / 2).view(ycbcr.shape[-2:]).float()
-
-
 @dataclass(frozen=True)
 class _Gaussian:
     centre: torch.Tensor
@@ -215,15 +190,6 @@ def _gaussian(samples: torch.Tensor) -> _Gaussian:
     channels = samples.shape[0]
     covariance = torch.cov(samples).reshape(channels, channels) + torch.eye(channels, dtype=samples.dtype) * (4 / 255) ** 2
     return _Gaussian(samples.mean(1, keepdim=True), covariance)
-
-
-def _crown(points: np.ndarray, rows: torch.Tensor, columns: torch.Tensor, scale: float, soft: float) -> torch.Tensor:
-    """``(H, W)``: the top of the head, where a face shows its hair if it has any: over
-    :data:`CROWN_ABOVE_BROWS` eye distances above the brows, between the brows' outer ends."""
-    brows = float(points[17:27, 1].min()) - CROWN_ABOVE_BROWS * scale
-    left, right = float(points[17, 0]), float(points[26, 0])
-    return (torch.sigmoid((brows - rows) / soft) * torch.sigmoid((columns - left) / soft)
-            * torch.sigmoid((right - columns) / soft))
 
 
 def _hanging_from(core: torch.Tensor, below: torch.Tensor) -> torch.Tensor:
@@ -329,7 +295,7 @@ def recolour(image: torch.Tensor, mask: torch.Tensor, statistics: torch.Tensor, 
     little of it and a highlight much; the same tint everywhere turns the shadows olive."""
     y = rgb_to_ycbcr(image)[:, :1]
     shift_y = change[:, 0, None, None, None] + (change[:, 3, None, None, None].exp() - 1) * (y - statistics[0])
-    light = ((y + shift_y) / (statistics[0] + change[:, 0, None, None, None]).clamp_min(1e-3)).clamp(0, 2)
+    light = ((y + shift_y) / (statistics[0] + change[:, 0, None, None, None]).clamp_min(1e-3)).clamp(0, MAX_TINT_LIGHT)
     chroma = change[:, 1:3, None, None] * light
     if luminance:
         chroma = chroma * 0
@@ -497,7 +463,7 @@ def display_recolour(display: torch.Tensor, x: torch.Tensor, counterfactual: tor
     change = limit_shading(torch.tensor([[offset, float(chroma[0]), float(chroma[1]), shading]]))
     side = display.shape[-1]
     crop_points = to_frame(points, display.shape[-2], side, side=x.shape[-1])
-    crop_mask = hair_region(display, crop_points, PERSON(display[None])[0, 0])
+    crop_mask = hair_region(display, crop_points, PERSON(display[None])[0, 0], matte=True)
     recoloured = recolour(display[None].float(), crop_mask, statistics, change, colour_mode(x).monochrome)[0]
     return with_strands(display, recoloured, crop_mask, float(statistics[0]), float(statistics[0] + change[0, 0]),
                         side / x.shape[-1])
