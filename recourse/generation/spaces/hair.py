@@ -14,16 +14,12 @@ moves, and along the straight path from the face every point is the same map sca
 
 Hair is told apart by geometry and by a person segmenter (:mod:`person`), not by colour alone:
 the region outside the face and neck (:data:`regions.GROUPS` ``"hair"``), on the person, and
-unlike the face's skin, and joined to the hair above the eyes. The segmenter's outline is loose
-around hair: on the display crop a colour matte keeps what is more like what lies around the hair
-than like the hair out of the recolouring. The background and clothes are never recoloured; a face with no hair to speak of (bald,
-hair hidden) cannot be edited and says so by not moving. On the photo's display crop a lightened
-hair's strands keep the contrast light gives them (:func:`with_strands`).
+unlike the face's skin. The background and clothes are never recoloured; a face with no hair
+to speak of (bald, hair hidden) cannot be edited and says so by not moving.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
@@ -50,12 +46,7 @@ LUMINANCE_SPREAD = 0.06
 DARKER_WEIGHT = 1.0  # luminance standard deviations below the skin's count as chroma distances
 SHADING_LIMIT = 1.35
 FIT_FACES = 6000  # train faces the hair colours are read on (a class of 4%, grey hair, has 240 of them)
-PRIOR_SHARE = 0.25
-MATTE_RING = 4  # pixels of the 64-px frame around the hair whose colours are "not hair"
-MATTE_CLUSTERS = 3
-HAIR_GAP = 2  # pixels of the 64-px frame: a gap in the hair that still joins it to the head
-MAX_STRAND_GAIN = 2.0
-MAX_TINT_LIGHT = 1.5  # a highlight takes at most this many times the mean tint (see recolour)  # the most the strands' fine shading is scaled by (see with_strands)  # of the part spaces' prior weight: 4 statistics, not 64 texture coefficients, carry it
+PRIOR_SHARE = 0.25  # of the part spaces' prior weight: 4 statistics, not 64 texture coefficients, carry it
 
 
 def skin_unlike(ycbcr: torch.Tensor, skin: torch.Tensor, monochrome: bool, lighter_counts: bool = False,
@@ -84,11 +75,9 @@ def skin_unlike(ycbcr: torch.Tensor, skin: torch.Tensor, monochrome: bool, light
     return torch.sigmoid((distance.view(ycbcr.shape[-2:]) - threshold) / SKIN_SOFT).float()
 
 
-def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor, matte: bool = False) -> torch.Tensor:
+def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor) -> torch.Tensor:
     """``(H, W)`` mask of the hair of one face ``(3, H, W)`` with landmarks ``points`` ``(68, 2)``
-    in its pixels and person probabilities ``person`` ``(H, W)``; with ``matte``, the colour matte
-    (:func:`_colour_matte`) too: on a display crop, where a recoloured outline shows as a halo. At
-    the model's size the outline's mixed pixels are part of what the classifier reads as hair.
+    in its pixels and person probabilities ``person`` ``(H, W)``.
 
     Above the mouth, hair is what is on the person, outside the face, unlike its skin and within
     the head's width. Lower down it can also be a collar or a jacket's shoulders: there only what
@@ -102,13 +91,11 @@ def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor, m
     # the ears are skin in another light (redder, in shade): only what is far from skin is hair there
     ears = mask_of_shape(points, GROUPS["ears"], height, width)
     threshold = SKIN_DISTANCE * (1 + (EAR_STRICTNESS - 1) * ears)
-    monochrome = colour_mode(image).monochrome
-    unlike = skin_unlike(ycbcr, ycbcr[:, cheeks], monochrome, threshold=threshold)
+    unlike = _smooth(skin_unlike(ycbcr, ycbcr[:, cheeks], colour_mode(image).monochrome, threshold=threshold), height)
     rows = torch.arange(height, dtype=torch.float32)[:, None]
     columns = torch.arange(width, dtype=torch.float32)[None, :]
     scale = float(np.linalg.norm(points[36:42].mean(0) - points[42:48].mean(0)))
     soft = max(1.0, height / 64)
-    unlike = _smooth(unlike, height)
     mouth, chin = float(points[48:68, 1].mean()), float(points[8, 1])
     above_mouth = torch.sigmoid((mouth - rows) / soft).expand(height, width)
     core = _firm(outside_face * unlike) * above_mouth * _head_width(points, rows, columns, scale, soft)
@@ -116,9 +103,6 @@ def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor, m
         return core
     # a background the segmenter took for the person (a tight crop's sky) is not in the hair's colours
     core = core * _firm(_in_hair_colours(ycbcr, core, colour_mode(image).monochrome))
-    # hair grows from the head: a collar or a shoulder beside the jaw, apart from it, is not hair
-    eyes = float(points[36:48, 1].mean())
-    core = core * _joined_to(core, torch.sigmoid((eyes - rows) / soft).expand(height, width), height)
     if float(core.sum()) < 8:
         return core
     like_hair = 1 - skin_unlike(ycbcr, _samples(ycbcr, core), colour_mode(image).monochrome, lighter_counts=True)
@@ -128,68 +112,7 @@ def hair_region(image: torch.Tensor, points: np.ndarray, person: torch.Tensor, m
     fade = torch.sigmoid((chin + FADE_BELOW_CHIN * scale - rows) / (0.25 * scale)).expand(height, width)
     lower = (_firm(outside_face * unlike * (1 - below_chin + below_chin * like_hair)) * (1 - above_mouth)
              * _head_width(points, rows, columns, scale, soft) * fade)
-    hair = _feather((core + lower * _hanging_from(core, lower)).clamp(0, 1), height)
-    return hair * _colour_matte(ycbcr, hair, person, monochrome) if matte else hair
-
-
-def _colour_matte(ycbcr: torch.Tensor, hair: torch.Tensor, person: torch.Tensor, monochrome: bool) -> torch.Tensor:
-    """``(H, W)`` in [0, 1]: how much more each pixel is like the hair's colour (``hair`` ``(H, W)``
-    over one half) than like what lies around it: a ring just outside the hair and whatever the
-    segmenter calls background (person ``(H, W)``), in up to :data:`MATTE_CLUSTERS` colours. The
-    segmenter's outline is loose around hair, and there a recoloured sky is a bright halo and a
-    recoloured wall a painted background; an outline strand over the sky takes its share."""
-    height = ycbcr.shape[-2]
-    channels = [0] if monochrome else [0, 1, 2]
-    inside = hair > 0.5
-    radius = max(2, round(MATTE_RING * height / 64))
-    ring = (F.max_pool2d(inside.float()[None, None], 2 * radius + 1, stride=1, padding=radius)[0, 0] > 0) & (hair < 0.05)
-    around = ycbcr[channels][:, ring | (person < 0.3)].double()
-    hair_samples = ycbcr[channels][:, inside].double()
-    if hair_samples.shape[1] < 16 or around.shape[1] < 16:
-        return torch.ones_like(hair)
-    pixels = ycbcr[channels].flatten(1).double()
-    hair_fit = _gaussian(hair_samples)
-    hair_score = -0.5 * (hair_fit.distance(pixels) ** 2 + hair_fit.log_volume)
-    scores = []
-    for cluster in _clusters(around, MATTE_CLUSTERS):
-        if cluster.shape[1] >= 8:
-            fit = _gaussian(cluster)
-            scores.append(-0.5 * (fit.distance(pixels) ** 2 + fit.log_volume) + np.log(cluster.shape[1] / around.shape[1]))
-    matte = torch.sigmoid((hair_score - torch.logsumexp(torch.stack(scores), 0)).clamp(-30, 30)).view_as(hair).float()
-    return _feather(matte, height)
-
-
-def _clusters(samples: torch.Tensor, count: int, rounds: int = 10) -> list[torch.Tensor]:
-    """``samples`` ``(C, n)`` split into ``count`` groups of like colour (k-means from evenly spread
-    starting samples: the same split on every call)."""
-    centres = samples[:, torch.linspace(0, samples.shape[1] - 1, count).long()]
-    for _ in range(rounds):
-        nearest = torch.cdist(samples.T, centres.T).argmin(1)
-        centres = torch.stack([samples[:, nearest == k].mean(1) if bool((nearest == k).any()) else centres[:, k]
-                               for k in range(count)], 1)
-    return [samples[:, nearest == k] for k in range(count)]
-
-
-@dataclass(frozen=True)
-class _Gaussian:
-    centre: torch.Tensor
-    covariance: torch.Tensor
-
-    def distance(self, pixels: torch.Tensor) -> torch.Tensor:
-        """The Mahalanobis distance of each column of ``pixels`` ``(C, n)``."""
-        offset = pixels - self.centre
-        return (offset * torch.linalg.solve(self.covariance, offset)).sum(0).clamp_min(0).sqrt()
-
-    @property
-    def log_volume(self) -> float:
-        return float(torch.logdet(self.covariance))
-
-
-def _gaussian(samples: torch.Tensor) -> _Gaussian:
-    """A Gaussian of colour samples ``(C, n)``, its spread at least a few levels in every channel."""
-    channels = samples.shape[0]
-    covariance = torch.cov(samples).reshape(channels, channels) + torch.eye(channels, dtype=samples.dtype) * (4 / 255) ** 2
-    return _Gaussian(samples.mean(1, keepdim=True), covariance)
+    return _feather((core + lower * _hanging_from(core, lower)).clamp(0, 1), height)
 
 
 def _hanging_from(core: torch.Tensor, below: torch.Tensor) -> torch.Tensor:
@@ -202,20 +125,6 @@ def _hanging_from(core: torch.Tensor, below: torch.Tensor) -> torch.Tensor:
     labels = torch.from_numpy(labels.astype(np.int64))
     kept = torch.unique(labels[(core > 0.5) & (labels > 0)])
     return torch.isin(labels, kept).float()
-
-
-def _joined_to(core: torch.Tensor, seeds: torch.Tensor, height: int) -> torch.Tensor:
-    """``(H, W)`` 0/1: the parts of ``core`` joined to its pixels among ``seeds``, gaps of up to
-    :data:`HAIR_GAP` pixels of the 64-px frame bridged (a strand's highlight, a curl's shadow); an
-    ear's width apart is another thing."""
-    import cv2
-
-    radius = max(1, round(HAIR_GAP * height / 64 / 2))
-    bridged = F.max_pool2d((core > 0.5).float()[None, None], 2 * radius + 1, stride=1, padding=radius)[0, 0]
-    _, labels = cv2.connectedComponents(bridged.numpy().astype(np.uint8), connectivity=8)
-    labels = torch.from_numpy(labels.astype(np.int64))
-    kept = torch.unique(labels[(seeds * core > 0.5) & (labels > 0)])
-    return (torch.isin(labels, kept) & (labels > 0)).float()
 
 
 def _head_width(points: np.ndarray, rows: torch.Tensor, columns: torch.Tensor, scale: float,
@@ -288,15 +197,10 @@ def hair_statistics(image: torch.Tensor, mask: torch.Tensor) -> torch.Tensor | N
 def recolour(image: torch.Tensor, mask: torch.Tensor, statistics: torch.Tensor, change: torch.Tensor,
              luminance: bool = False) -> torch.Tensor:
     """``image`` ``(1, 3, H, W)`` with its hair (``mask`` ``(H, W)``, ``statistics`` ``(4,)``) moved
-    by ``change`` ``(1, 4)`` in the statistics (chroma left alone where ``luminance``).
-
-    The chroma change of a strand is in proportion to its new luminance (the mean change over the
-    hair is the asked one): a pigment tints the light a strand reflects, so a shadowed strand takes
-    little of it and a highlight much; the same tint everywhere turns the shadows olive."""
+    by ``change`` ``(1, 4)`` in the statistics (chroma left alone where ``luminance``)."""
     y = rgb_to_ycbcr(image)[:, :1]
     shift_y = change[:, 0, None, None, None] + (change[:, 3, None, None, None].exp() - 1) * (y - statistics[0])
-    light = ((y + shift_y) / (statistics[0] + change[:, 0, None, None, None]).clamp_min(1e-3)).clamp(0, MAX_TINT_LIGHT)
-    chroma = change[:, 1:3, None, None] * light
+    chroma = change[:, 1:3, None, None].expand(-1, -1, *y.shape[-2:])
     if luminance:
         chroma = chroma * 0
     delta = change_to_rgb(torch.cat([shift_y, chroma], dim=1))
@@ -313,8 +217,7 @@ def limit_shading(change: torch.Tensor) -> torch.Tensor:
 
 class HairSpace(ModelMixin, ConfigMixin):
     """The Gaussian of real hair colours: ``mean`` ``(4,)``, ``cholesky`` ``(4, 4)`` and each hair
-    attribute's class means of ``z`` (``class_means`` ``(A, 2, 4)``) and spreads (``class_choleskys``
-    ``(A, 2, 4, 4)``). Saved the diffusers way."""
+    attribute's class means of ``z`` (``class_means`` ``(A, 2, 4)``). Saved the diffusers way."""
 
     @register_to_config
     def __init__(self, group: str = "hair", attributes: tuple[str, ...] = HAIR_ATTRIBUTES, faces: int = 0,
@@ -323,8 +226,6 @@ class HairSpace(ModelMixin, ConfigMixin):
         self.register_buffer("mean", torch.zeros(STATISTICS))
         self.register_buffer("cholesky", torch.eye(STATISTICS))
         self.register_buffer("class_means", torch.zeros(len(attributes), 2, STATISTICS))
-        # each class's own spread of z (Cholesky factors): a blond's yellow comes with its red
-        self.register_buffer("class_choleskys", torch.eye(STATISTICS).repeat(len(attributes), 2, 1, 1))
 
     def encode(self, statistics: torch.Tensor) -> torch.Tensor:
         """Whitened ``z`` ``(..., 4)`` of hair statistics ``(..., 4)``."""
@@ -338,9 +239,6 @@ class HairSpace(ModelMixin, ConfigMixin):
     def class_mean(self, attribute: str, target: int) -> torch.Tensor:
         return self.class_means[list(self.config.attributes).index(attribute), int(target)].float()
 
-    def class_cholesky(self, attribute: str, target: int) -> torch.Tensor:
-        return self.class_choleskys[list(self.config.attributes).index(attribute), int(target)].float()
-
     @property
     def realism_limit(self) -> float | None:
         """The ``‖z‖²/4`` of real val hair that 99% stay under; None before calibration."""
@@ -349,31 +247,15 @@ class HairSpace(ModelMixin, ConfigMixin):
 
 def steer_hair(space: HairSpace, image: torch.Tensor, mask: torch.Tensor, statistics: torch.Tensor,
                model: nn.Module, index: int, sign: torch.Tensor, config, luminance: bool) -> torch.Tensor:
-    """The change of hair statistics ``(1, 4)`` that ``model`` steers ``image`` to.
-
-    With the class prior, a colour photo's hair is steered in the target class's own whitened
-    coordinates ``w = L_c⁻¹(z − μ_c)``: the prior and the box are then those of real hair of that
-    class, whose colours are correlated (a blond's hair is yellow and a little red together; the
-    space's overall prior, one axis at a time, lets the edit reach an olive no blond has)."""
+    """The change of hair statistics ``(1, 4)`` that ``model`` steers ``image`` to."""
     z0 = space.encode(statistics)[None]
-    weight = config.space_prior_weight * PRIOR_SHARE
-    target = int(sign[0] > 0)
-    if config.space_class_prior and not luminance:
-        mean, factor = space.class_mean(ATTRIBUTES[index], target)[None], space.class_cholesky(ATTRIBUTES[index], target)
-        w0 = torch.linalg.solve_triangular(factor, (z0 - mean).T, upper=False).T
-
-        def draw_class(dw: torch.Tensor) -> torch.Tensor:
-            return recolour(image, mask, statistics, limit_shading(space.change(dw @ factor.T)), luminance)
-
-        dw = steer_coefficients(w0, draw_class, model, index, sign, config, 0.0, weight)
-        return limit_shading(space.change(dw @ factor.T))
     # a black-and-white photo: only the luminance statistics may move
     frozen = torch.tensor([False, True, True, False]) if luminance else None
-    centre = space.class_mean(ATTRIBUTES[index], target)[None] if config.space_class_prior else 0.0
-
+    centre = space.class_mean(ATTRIBUTES[index], int(sign[0] > 0))[None] if config.space_class_prior else 0.0
     def draw(dz: torch.Tensor) -> torch.Tensor:
         return recolour(image, mask, statistics, limit_shading(space.change(dz)), luminance)
 
+    weight = config.space_prior_weight * PRIOR_SHARE
     dz = steer_coefficients(z0, draw, model, index, sign, config, centre, weight, frozen)
     return limit_shading(space.change(dz))
 
@@ -426,8 +308,6 @@ def fit_hair_space(images: np.ndarray, points: np.ndarray, found: np.ndarray, la
             if int(chosen.sum()) < 20:
                 raise ValueError(f"hair: only {int(chosen.sum())} faces of {attribute}={target} to learn from")
             space.class_means[row, target] = codes[chosen].mean(0)
-            covariance = torch.cov(codes[chosen].double().T) + 1e-3 * torch.eye(STATISTICS, dtype=torch.float64)
-            space.class_choleskys[row, target] = torch.linalg.cholesky(covariance).float()
     return space
 
 
@@ -463,28 +343,5 @@ def display_recolour(display: torch.Tensor, x: torch.Tensor, counterfactual: tor
     change = limit_shading(torch.tensor([[offset, float(chroma[0]), float(chroma[1]), shading]]))
     side = display.shape[-1]
     crop_points = to_frame(points, display.shape[-2], side, side=x.shape[-1])
-    crop_mask = hair_region(display, crop_points, PERSON(display[None])[0, 0], matte=True)
-    recoloured = recolour(display[None].float(), crop_mask, statistics, change, colour_mode(x).monochrome)[0]
-    return with_strands(display, recoloured, crop_mask, float(statistics[0]), float(statistics[0] + change[0, 0]),
-                        side / x.shape[-1])
-
-
-def with_strands(display: torch.Tensor, recoloured: torch.Tensor, mask: torch.Tensor, before: float, after: float,
-                 pixel: float) -> torch.Tensor:
-    """``recoloured`` ``(3, S, S)`` with the strands' fine shading (the display's luminance less its
-    blur over one model pixel, ``pixel`` display pixels) scaled as light scales it: hair whose mean
-    luminance goes from ``before`` to ``after`` reflects ``(after / before)^γ`` times the light, and
-    its strands, their gaps and highlights, with it (γ = 2.2, sRGB's): in sRGB their contrast scales
-    by ``after / before``. A lightened dark hair whose detail keeps its dark contrast reads as a flat
-    painted helmet. Darkened hair keeps its detail as it is (scaled down, it reads as a smear)."""
-    gain = float(np.clip(max(after, 1e-3) / max(before, 1e-3), 1.0, MAX_STRAND_GAIN))
-    if gain - 1 < 1e-3:
-        return recoloured
-    y = rgb_to_ycbcr(display.float())[:1]
-    radius = max(1, round(pixel))
-    blurred = F.avg_pool2d(y[None], 2 * radius + 1, stride=1, padding=radius, count_include_pad=False)[0]
-    # only inside the hair: at its outline the "detail" is the step to what lies behind it,
-    # and scaled it draws a dark or a bright line around the head
-    inside = -F.max_pool2d(-mask[None, None], 2 * radius + 1, stride=1, padding=radius)[0]
-    detail = (gain - 1) * (y - blurred) * inside
-    return (recoloured + change_to_rgb(torch.cat([detail, torch.zeros_like(detail), torch.zeros_like(detail)]))).clamp(0, 1)
+    crop_mask = hair_region(display, crop_points, PERSON(display[None])[0, 0])
+    return recolour(display[None].float(), crop_mask, statistics, change, colour_mode(x).monochrome)[0]
