@@ -29,7 +29,8 @@ from pathlib import Path
 import gradio as gr
 
 from recourse import faces
-from recourse.ui.audit import build_audit_tab, method_controls, select_gallery_face, show_path_point, variant_choices
+from recourse.ui.audit import (build_audit_tab, follow_stop, method_controls, select_gallery_face, show_path_point,
+                               variant_choices)
 from recourse.ui.benchmark import benchmark_view, build_benchmark_tab
 from recourse.ui.failures import build_failures_tab, find_failures, select_failure
 from recourse.ui.limits import CACHE_LIFETIME_S, HEAVY_CONCURRENCY, PUBLIC, QUEUE_SIZE, SESSIONS_KEPT
@@ -96,6 +97,8 @@ with gr.Blocks(title="Recourse audit", analytics_enabled=False, delete_cache=(60
     audit.method.change(method_controls, audit.method,
                         [audit.method_note, audit.edit_steps, audit.sigma, audit.steps, audit.guidance], queue=False,
                         api_visibility="private")
+    gr.on([audit.attribute.change, audit.method.change], follow_stop, [audit.attribute, audit.method], audit.margin,
+          queue=False, api_visibility="private")
     audit.gallery.select(select_gallery_face, None, [selected_face, audit.upload, audit.original_view],
                          api_visibility="private")
     audit.upload.upload(lambda: None, None, selected_face, api_visibility="private")

@@ -18,7 +18,7 @@ import app  # imported here, with the checkout as its home: the gallery is the c
 from recourse.data import ATTRIBUTES
 from recourse.generation import CounterfactualConfig
 from recourse.render.audit_html import CARD_TITLES
-from recourse.ui.settings import STOPS
+from recourse.ui.settings import STOPS, picture_stop
 from tests.conftest import ROOT, build_home, still_generator, tiny_classifier
 
 FLIP = "flip the full-precision decision"
@@ -174,14 +174,20 @@ def client(local_app):
 
 
 EDIT_DEFAULTS = CounterfactualConfig()
+STOPS_VISIBLE = STOPS.visible
 
 
 def audit(client, path, variant="ptq-int8", attribute="Smiling", target=FLIP, steps=EDIT_DEFAULTS.finish_steps,
-          guidance=EDIT_DEFAULTS.cone_degrees, seed=0, margin=STOPS.visible, method=EDIT_DEFAULTS.method,
+          guidance=EDIT_DEFAULTS.cone_degrees, seed=0, margin=None, method=EDIT_DEFAULTS.method,
           edit_steps=EDIT_DEFAULTS.edit_steps, sigma=EDIT_DEFAULTS.sigma):
-    """An audit through the API; the editing settings default to the app's (and the CLI's)."""
+    """An audit through the API; the editing settings default to the app's (and the CLI's), the
+    margin to where the slider stands for ``attribute``."""
     from gradio_client import handle_file
 
+    if margin is None:  # a bad attribute or method is the app's to refuse
+        from recourse.generation import METHODS
+
+        margin = picture_stop(attribute, method) if attribute in ATTRIBUTES and method in METHODS else STOPS_VISIBLE
     return client.predict(handle_file(str(path)), variant, attribute, target, steps, guidance, seed, margin, method,
                           edit_steps, sigma, api_name="/audit")
 
@@ -301,3 +307,27 @@ def test_find_failures_refuses_a_folder_without_photos(client, tmp_path):
         client.predict("server folder", str(tmp_path), None, "test", 3, None, "ptq-int8", "Smiling", 20, 40, 0, 0.0,
                        api_name="/find_failures")
 
+
+
+def test_the_margin_slider_reads_the_stop_the_pictures_are_shown_at():
+    from recourse.audit.stops import attribute_visible_stops
+
+    chosen, _ = attribute_visible_stops()
+    assert app.margin.value == picture_stop(app.attribute.value) == chosen[app.attribute.value]
+    event = next(fn for fn in app.demo.fns.values() if fn.fn is app.follow_stop)
+    assert [block._id for block in event.outputs] == [app.margin._id]
+    assert app.follow_stop("Young", "region-space")["value"] == chosen["Young"]
+    assert app.follow_stop("Young", "pca-walk")["value"] == STOPS_VISIBLE  # a walk: the committed stop
+    assert app.follow_stop("Bangs", "region-space")["value"] == STOPS_VISIBLE  # no part space: the pixel edit
+    with pytest.raises(gr.Error, match="unknown attribute"):
+        app.follow_stop("Sunburnt", "region-space")
+
+
+def test_the_slider_at_the_attributes_stop_is_no_choice_and_moved_it_is():
+    young = picture_stop("Young")
+    unmoved = app.settings_from(20, 40, 0, young, "region-space", attribute="Young").stops
+    assert unmoved.visible_source != "chosen by the user"  # the attribute's own stop, from the committed run
+    moved = app.settings_from(20, 40, 0, young + 1, "region-space", attribute="Young").stops
+    assert (moved.visible, moved.visible_source) == (young + 1, "chosen by the user")
+    committed = app.settings_from(20, 40, 0, STOPS_VISIBLE, "region-space", attribute="Young").stops
+    assert (committed.visible, committed.visible_source) == (STOPS_VISIBLE, "chosen by the user")

@@ -48,7 +48,8 @@ def test_a_users_picture_margin_moves_the_picture_and_the_edit_reaches_it():
     base = AuditStops(benchmark=2, visible=10, edit=14)
     moved = stops_for(20, "boundary", base)
     assert (moved.visible, moved.edit, moved.numbers, moved.visible_source) == (20, 20, 0, "chosen by the user")
-    assert stops_for(10, base=base).visible_source == base.visible_source  # the default is no choice
+    assert stops_for(None, base=base).visible_source == base.visible_source
+    assert stops_for(10, base=base).visible_source == "chosen by the user"  # given, even the committed stop is chosen
     with pytest.raises(ValueError, match="margin must be >= 0.0"):
         stops_for(-1, base=base)
     with pytest.raises(ValueError, match="numbers_at"):

@@ -116,15 +116,16 @@ def committed_stops() -> AuditStops:
 
 def stops_for(picture_margin: float | None = None, numbers_at: str = "benchmark",
               base: AuditStops | None = None) -> AuditStops:
-    """The committed stops with the picture moved to ``picture_margin`` (a user's choice; the
-    edit then aims at least that far) and the numbers read at ``numbers_at``."""
+    """The committed stops with the picture moved to ``picture_margin`` (a user's choice, even
+    where it is the committed stop: an attribute's own stop does not replace it; the edit then
+    aims at least that far) and the numbers read at ``numbers_at``."""
     base = base or committed_stops()
     if picture_margin is not None:
         check_float("margin", picture_margin, 0.0, MAX_STOP)
     visible = base.visible if picture_margin is None else float(picture_margin)
     return AuditStops(benchmark=base.benchmark, visible=visible, edit=max(base.edit, visible),
                       numbers_at=numbers_at, boundary=base.boundary, benchmark_source=base.benchmark_source,
-                      visible_source=base.visible_source if visible == base.visible else "chosen by the user")
+                      visible_source=base.visible_source if picture_margin is None else "chosen by the user")
 
 
 def gap_stop(rows: list[dict], share: float = GAP_SHARE, fva: float = STOP_FVA) -> float | None:

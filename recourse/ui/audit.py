@@ -32,7 +32,7 @@ from recourse.ui import limits
 from recourse.ui.errors import EXPECTED_ERRORS, Refusal, unexpected, without_paths
 from recourse.ui.serve.inputs import Bounded, Choice, UploadedImage, WholeNumber
 from recourse.ui.serve.memory import give_back
-from recourse.ui.settings import DEFAULTS, STOPS, _number, deadline, method_from, settings_from
+from recourse.ui.settings import DEFAULTS, _number, deadline, method_from, picture_stop, settings_from
 from recourse.ui.storage import export, shareable
 from recourse.ui.texts import BUDGET_NOTE, GALLERY_LABEL, GLOSSARY
 from recourse.ui.your_models import YourModels, black_box_passes, build_your_models, card_pair
@@ -90,6 +90,12 @@ def method_controls(method: str):
     shown = METHOD_CONTROLS[method_from(method)]
     fields = ("edit_steps", "sigma", "finish_steps", "cone_degrees")
     return gr.update(value=METHOD_NOTES[method]), *(gr.update(visible=field in shown) for field in fields)
+
+
+def follow_stop(attribute: str, method: str):
+    """The margin slider moved to where ``attribute``'s pictures are shown with ``method`` by
+    default ("attribute" and "method" events): the slider reads what the picture is."""
+    return gr.update(value=picture_stop(attribute, method))
 
 
 def select_gallery_face(event: gr.SelectData):
@@ -219,7 +225,7 @@ class AuditTab:
         ``variant_card`` (local mode only): audit "Your models" instead of ``variant``."""
         pair = card_pair(model_card, variant_card)  # first: a public app refuses card paths before anything
         image = chosen_image(upload, selected)
-        settings = settings_from(steps, guidance, seed, margin, method, edit_steps, sigma)
+        settings = settings_from(steps, guidance, seed, margin, method, edit_steps, sigma, attribute)
         wanted = target_from(target)
         source = f"Uploaded photo {Path(upload).name}." if upload else "Gallery or ranked face."
         models = {}
@@ -314,7 +320,8 @@ def _audit_choices() -> tuple[Choice, Choice, Choice, Bounded]:
     with gr.Row():
         target = Choice(list(TARGETS), value=next(iter(TARGETS)), label="Target decision",
                         min_width=400)  # a row of its own: its choices read whole
-        margin = Bounded(0, limits.MAX_MARGIN, value=STOPS.visible, step=0.25, elem_id="margin",
+        # at the attribute's own stop, and moved there when the attribute or the method changes
+        margin = Bounded(0, limits.MAX_MARGIN, value=picture_stop(attribute.value), step=0.25, elem_id="margin",
                          min_width=400, label="Pictures at margin (0 = boundary)")
     return variant, attribute, target, margin
 

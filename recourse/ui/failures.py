@@ -98,7 +98,7 @@ def find_failures(source, folder, root, split, count, photos, variant, attribute
     """Rank faces by recourse divergence; yields the table and thumbnails as they grow.
     ``model_card`` and ``variant_card`` (local mode only): rank "Your models" instead of ``variant``."""
     pair = card_pair(model_card, variant_card)  # first: a public app refuses card paths before anything
-    settings = settings_from(steps, guidance, seed, margin, method, edit_steps, sigma)
+    settings = settings_from(steps, guidance, seed, margin, method, edit_steps, sigma, attribute)
     count = scan_count(count, settings.counterfactual, attribute)
     models, name = {}, variant
     if pair is not None:

@@ -11,11 +11,12 @@ from dataclasses import replace
 import gradio as gr
 
 from recourse.audit.result import AuditSettings, product_settings
-from recourse.audit.stops import committed_stops
+from recourse.audit.stops import committed_stops, for_attribute
 from recourse.data import ATTRIBUTES
 from recourse.generation import METHODS, CounterfactualConfig
 from recourse.generation.denoised import edit_budget
 from recourse.generation.guidance import region_steps_for
+from recourse.generation.methods import edit_kind
 from recourse.progress import StageCheck
 from recourse.ui import limits
 from recourse.ui.errors import Refusal, without_paths
@@ -36,13 +37,24 @@ def _number(name: str, value, low: float, high: float, whole: bool = False) -> f
     return value
 
 
+def picture_stop(attribute, method=DEFAULTS.method) -> float:
+    """The margin an audit of ``attribute`` with ``method`` shows its pictures at unless the user
+    moves it: an edit inside a part's space at its attribute's own visible stop, any other at the
+    committed one (``recourse.audit.stops.for_attribute``). The margin slider follows it."""
+    if attribute not in ATTRIBUTES:
+        raise Refusal(f"unknown attribute {str(attribute)[:40]!r}")
+    return for_attribute(STOPS, attribute, edit_kind(replace(DEFAULTS, method=method_from(method)), attribute)).visible
+
+
 def settings_from(steps: float, cone: float, seed: float, margin: float, method: str = DEFAULTS.method,
-                  edit_steps: float = DEFAULTS.edit_steps, sigma: float = DEFAULTS.sigma) -> AuditSettings:
+                  edit_steps: float = DEFAULTS.edit_steps, sigma: float = DEFAULTS.sigma,
+                  attribute: str | None = None) -> AuditSettings:
     """The audit's settings from the screen, within this app's budget: ``steps`` is the walks'
     most editing steps, ``cone`` the angle around the robust guide's gradient (pca-walk-cone),
     ``edit_steps`` and ``sigma`` the denoised method's, ``margin`` the stop the pictures are
-    shown at (the numbers are read at the benchmark's margin). Every value is checked, also
-    those the chosen method does not read: they are saved with the result."""
+    shown at (the numbers are read at the benchmark's margin): the user's choice unless it is
+    ``attribute``'s own stop (:func:`picture_stop`), where the slider stands until moved. Every
+    value is checked, also those the chosen method does not read: they are saved with the result."""
     method = method_from(method)
     steps = int(_number("Most editing steps", steps, 1, limits.MAX_STEPS, whole=True))
     cone = float(_number("Cone", cone, limits.MIN_CONE, 90))
@@ -50,11 +62,12 @@ def settings_from(steps: float, cone: float, seed: float, margin: float, method:
     sigma = float(_number("Noise level σ", sigma, *limits.SIGMAS))
     seed = int(_number("Seed", seed, 0, 2**31 - 1, whole=True))
     margin = float(_number("Margin", margin, 0, limits.MAX_MARGIN))
+    chosen = None if attribute is not None and margin == picture_stop(attribute, method) else margin
     try:
         # The slider sets the frame's steps; an edit confined to its region gets its default
         # multiple of them (48 for 24), so that fewer steps on screen mean less work everywhere.
         region_steps = region_steps_for(edit_steps)
-        return product_settings(margin, "benchmark", replace(DEFAULTS, method=method, finish_steps=steps,
+        return product_settings(chosen, "benchmark", replace(DEFAULTS, method=method, finish_steps=steps,
                                                              cone_degrees=cone, edit_steps=edit_steps, sigma=sigma,
                                                              seed=seed, region_edit_steps=region_steps))
     except (TypeError, ValueError, OverflowError) as error:

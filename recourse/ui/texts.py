@@ -37,8 +37,9 @@ GLOSSARY = f"""
 - **Stops** on each model's edit (logits past the decision boundary): the *boundary* (0, where the
   decision flips: verdicts there are mostly noise), the *benchmark's margin* (validated on held-out
   faces: the cards' numbers are read there) and the *visible stop* (chosen on validation as where
-  judges trained on other faces stop seeing more change: the pictures). The margin slider moves
-  the pictures along the same edit.
+  judges trained on other faces stop seeing more change: the pictures; an edit inside a part's
+  space has its attribute's own). The margin slider stands at the chosen attribute's stop and
+  moves the pictures along the same edit; moved, it is your choice.
 - **Artifact check** of each edit, under the cards: a black-and-white photo coloured in, colours
   the photo never shows (a teal mouth), or a face part unlike real faces' (a blob, a smear). An
   edit that fails it is said so with its reasons, and the judges' and dlib's ticks on it do not
