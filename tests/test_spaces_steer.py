@@ -129,26 +129,3 @@ def test_a_darker_part_reads_less_light_and_takes_a_smaller_relative_shading():
     relative = render(space, dark, [dark_placement], dz, luminance=True, tone_kept=True, relative=True) - dark
     assert absolute.abs().amax() > 0.005
     torch.testing.assert_close(relative, absolute * dark_placement.light, atol=2e-3, rtol=0.05)
-
-
-def test_a_spared_region_is_left_as_it_is_and_the_rest_is_edited():
-    from recourse.generation.regions import GROUPS, mask_of_shape
-
-    space, faces = synthetic_space(), smooth_faces(1)
-    model = MouthBoxModel(LIPSTICK)
-    with torch.no_grad():
-        sign = torch.where(model(faces)[:, LIPSTICK] < 0, 1.0, -1.0)
-    points, found = MEAN_LANDMARKS_64[None], np.array([True])
-    spared = space_edits(space, faces, model, LIPSTICK, sign, CONFIG, points, found, shading=True, spared="mouth")
-    whole = space_edits(space, faces, model, LIPSTICK, sign, CONFIG, points, found, shading=True)
-    lips = mask_of_shape(MEAN_LANDMARKS_64, GROUPS["mouth"], 64, 64) > 0.999
-    assert float((spared[0][:, lips] - faces[0][:, lips]).abs().max()) < 1e-3  # the lips a warp drew stay its own
-    assert float((whole[0][:, lips] - faces[0][:, lips]).abs().max()) > 1e-3  # unspared, they are shaded
-    assert float((spared[0] - faces[0]).abs().max()) > 1e-3  # around them the shading still works
-
-
-def test_a_smile_moved_short_of_its_reach_is_shaded_in_the_face_space_with_its_lips_spared():
-    from recourse.generation import methods
-
-    assert methods.SHADING["Smiling"] == ("face", "mouth")
-    assert "Mouth_Slightly_Open" not in methods.SHADING  # an open mouth closed is shaded in the mouth's space

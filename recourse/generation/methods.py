@@ -22,7 +22,6 @@ probabilities, validity and cost.
 from __future__ import annotations
 
 import time
-from dataclasses import replace
 from typing import Callable
 
 import torch
@@ -98,12 +97,6 @@ def _region_space(images, model, index, sign, config, generator, seeds, decider)
 # Painting them there instead (the face's own teeth let go) was a blur over the lower face that
 # blind raters rejected on every public-domain photo (set 7: smiles taken away 0/5 and 0/5).
 MOVED_MOUTH_REACH = 2.0
-# Where that shading goes. A smile is also the cheeks raised and the eyes narrowed: Smiling is shaded
-# in the whole face's space, the lips the warp drew spared. Shaded over the lips (the mouth's
-# texture space), moved mouths that fell short became pouts and twisted grimaces on about half of the
-# smiles taken away from public-domain photos (blind set 11, and the probe on six of them that this
-# change was made from); an open mouth closed is shaded where it is, in the mouth's space.
-SHADING = {"Smiling": ("face", "mouth")}  # attribute: (the space that shades it, the region spared)
 
 
 def _split(images: torch.Tensor, chosen: torch.Tensor, first, second) -> tuple[torch.Tensor, torch.Tensor]:
@@ -125,22 +118,14 @@ def _moved_mouth(images, model, index, sign, config, space, spaces, decider):
     if bool(moved.any()):
         counterfactuals[moved], edits[moved] = mouth_counterfactuals(images[moved], model, index, sign[moved], config,
                                                                      space, decider)
-        shading_space, spared = SHADING.get(ATTRIBUTES[index], ("mouth", None))
-        if shading_space not in spaces.regions:
-            shading_space, spared = "mouth", None
-        if shading_space in spaces.regions:  # without a texture space, the move is all there is
+        if "mouth" in spaces.regions:  # without the texture space, the move is all there is
             with torch.no_grad():
                 reach = (decider if decider is not None else model)(edits[moved])[:, index] * sign[moved]
             short = torch.zeros_like(moved)
             short[moved.clone()] = reach < min(MOVED_MOUTH_REACH, config.margin)
             if bool(short.any()):
-                # a space without the attribute's classes (the face's has no Smiling) holds the
-                # shading about its mean face
-                known = ATTRIBUTES[index] in spaces.regions[shading_space].config.attributes
-                shading_config = config if known else replace(config, space_class_prior=False)
                 counterfactuals[short], edits[short] = shaded_counterfactuals(
-                    images[short], edits[short], model, index, sign[short], shading_config,
-                    spaces.regions[shading_space], decider, spared)
+                    images[short], edits[short], model, index, sign[short], config, spaces.regions["mouth"], decider)
     return _split(images, moved, lambda mask: (counterfactuals[mask], edits[mask]),
                   lambda mask: space_counterfactuals(images[mask], model, index, sign[mask], config,
                                                      spaces.regions["mouth"], decider))

@@ -17,14 +17,14 @@ is steered the same way in its own space (:mod:`hair`, :func:`hair_counterfactua
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 import torch
 from torch import nn
 
 from recourse.data import ATTRIBUTES
-from recourse.generation.regions import GROUPS, face_landmarks, mask_of_shape
+from recourse.generation.regions import face_landmarks, mask_of_shape
 from recourse.generation.spaces.coefficients import steer_coefficients
 from recourse.generation.spaces.colour import change_to_rgb, colour_mode, luminance_only
 from recourse.generation.spaces.hair import HairSpace, hair_edit
@@ -133,19 +133,12 @@ def steer(space: RegionSpace, images: torch.Tensor, placements: list[FacePlaceme
 
 
 def space_edits(space: RegionSpace, images: torch.Tensor, model: nn.Module, index: int, sign: torch.Tensor,
-                config, points: np.ndarray, found: np.ndarray, shading: bool = False,
-                spared: str | None = None) -> torch.Tensor:
+                config, points: np.ndarray, found: np.ndarray, shading: bool = False) -> torch.Tensor:
     """The whole edits ``(B, 3, H, W)`` of ``images``, each aiming at ``margin + overshoot``; the
     faces are steered together, each as if alone (:func:`steer_coefficients`). ``shading``: only
     the change's light and shade (its luminance, the part's tone kept, the face's own residual
-    kept, scaled by the part's own light), for a part whose shape another space has already moved.
-    ``spared``: a region group (``regions.GROUPS``) the edit leaves as it is."""
+    kept, scaled by the part's own light), for a part whose shape another space has already moved."""
     placements = [place(space, images[i:i + 1], points[i], bool(found[i])) for i in range(len(images))]
-    if spared is not None:
-        height, width = images.shape[-2:]
-        placements = [replace(placement, alpha=placement.alpha * (1 - mask_of_shape(points[i], GROUPS[spared],
-                                                                                     height, width)))
-                      for i, placement in enumerate(placements)]
     drops = ATTRIBUTES[index] in config.space_drop_residual and not shading
     residual_dropped = ((sign < 0) & drops).to(images.dtype)
     luminance = shading or ATTRIBUTES[index] in config.space_luminance_only
@@ -194,14 +187,13 @@ def hair_counterfactuals(images: torch.Tensor, model: nn.Module, index: int, sig
 
 
 def shaded_counterfactuals(images: torch.Tensor, moved: torch.Tensor, model: nn.Module, index: int,
-                           sign: torch.Tensor, config, space: RegionSpace, decider: nn.Module | None = None,
-                           spared: str | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+                           sign: torch.Tensor, config, space: RegionSpace, decider: nn.Module | None = None
+                           ) -> tuple[torch.Tensor, torch.Tensor]:
     """Counterfactuals ``(B, 3, H, W)`` of ``images`` and the whole edits they stop on: the faces
     ``moved`` by another space (a mouth's shape) and shaded in ``space`` until the model is
-    convinced (:func:`space_edits` with ``shading``; ``spared``: a region the shading leaves as the
-    move drew it). The path runs from each face to its edit."""
+    convinced (:func:`space_edits` with ``shading``). The path runs from each face to its edit."""
     points, found = face_landmarks(moved)
-    edits = space_edits(space, moved, model, index, sign, config, points, found, shading=True, spared=spared)
+    edits = space_edits(space, moved, model, index, sign, config, points, found, shading=True)
     return stopped(images, edits, decider if decider is not None else model, index, sign, config.margin), edits
 
 
