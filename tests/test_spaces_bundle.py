@@ -65,3 +65,14 @@ def test_a_malformed_index_is_refused(tmp_path, index):
 def test_a_missing_folder_or_id_is_a_clear_error(tmp_path):
     with pytest.raises(EditSpaceError, match="cannot read"):
         EditSpaces.from_pretrained("nobody/nothing", cache_dir=tmp_path)
+
+
+def test_the_index_alone_says_which_parts_have_a_space_without_loading_one(tmp_path):
+    from recourse.generation.spaces.bundle import SpacesIndex
+
+    (tmp_path / "spaces.json").write_text(json.dumps({"groups": ["mouth_shape", "hair"], "critics": []}))
+    index = SpacesIndex.read(tmp_path)  # no weights in the folder: none is read
+    assert index.edits("Smiling") and index.edits("Blond_Hair")
+    assert not index.edits("Young") and not index.edits("Bangs")
+    (tmp_path / "spaces.json").write_text("{not json")
+    assert SpacesIndex.read(tmp_path) == SpacesIndex() == SpacesIndex.read(tmp_path / "missing")

@@ -3,10 +3,12 @@ request comes): the generator's settings, how many faces a scan may rank, and th
 
 from __future__ import annotations
 
+import functools
 import math
 import numbers
 import time
 from dataclasses import replace
+from types import SimpleNamespace
 
 import gradio as gr
 
@@ -17,6 +19,9 @@ from recourse.generation import METHODS, CounterfactualConfig
 from recourse.generation.denoised import edit_budget
 from recourse.generation.guidance import region_steps_for
 from recourse.generation.methods import edit_kind
+from recourse.generation.generators import EDIT_SPACES_FOLDER
+from recourse.generation.spaces.bundle import SpacesIndex
+from recourse.locations import generator_dir
 from recourse.progress import StageCheck
 from recourse.ui import limits
 from recourse.ui.errors import Refusal, without_paths
@@ -40,10 +45,19 @@ def _number(name: str, value, low: float, high: float, whole: bool = False) -> f
 def picture_stop(attribute, method=DEFAULTS.method) -> float:
     """The margin an audit of ``attribute`` with ``method`` shows its pictures at unless the user
     moves it: an edit inside a part's space at its attribute's own visible stop, any other at the
-    committed one (``recourse.audit.stops.for_attribute``). The margin slider follows it."""
+    committed one (``recourse.audit.stops.for_attribute``). The margin slider follows it. Which
+    parts have a space is read from the committed spaces' index: the page is built, and this
+    answers, while the models load."""
     if attribute not in ATTRIBUTES:
         raise Refusal(f"unknown attribute {str(attribute)[:40]!r}")
-    return for_attribute(STOPS, attribute, edit_kind(replace(DEFAULTS, method=method_from(method)), attribute)).visible
+    kind = edit_kind(replace(DEFAULTS, method=method_from(method)), attribute, _committed_spaces())
+    return for_attribute(STOPS, attribute, kind).visible
+
+
+@functools.lru_cache(maxsize=1)
+def _committed_spaces() -> SimpleNamespace:
+    """The committed generator as far as :func:`edit_kind` reads it: which spaces it has."""
+    return SimpleNamespace(edit_spaces=SpacesIndex.read(generator_dir() / EDIT_SPACES_FOLDER))
 
 
 def settings_from(steps: float, cone: float, seed: float, margin: float, method: str = DEFAULTS.method,

@@ -46,7 +46,7 @@ class EditSpaces:
         return self.regions[group]
 
     def edits(self, attribute: str) -> bool:
-        return attribute in SPACE_OF and SPACE_OF[attribute] in self.regions
+        return covers(self.regions, attribute)
 
     def save_pretrained(self, directory: str | os.PathLike) -> None:
         directory = Path(directory)
@@ -87,6 +87,30 @@ class EditSpaces:
             options["subfolder"] = f"{CRITIC_PREFIX}{name}"
             critics[name] = _load(str(source), name, ArtifactCritic, **options)
         return cls(regions, about, critics)
+
+
+def covers(groups, attribute: str) -> bool:
+    """Whether one of ``groups`` (names of fitted spaces) is the space ``attribute`` is edited in."""
+    return attribute in SPACE_OF and SPACE_OF[attribute] in groups
+
+
+@dataclass(frozen=True)
+class SpacesIndex:
+    """Which spaces a saved folder holds, read from its ``spaces.json`` alone, no weight loaded:
+    for what must not wait for the models, or fail with them (the app's controls, built while the
+    models load). Empty where the index is missing or malformed: loading the spaces says why."""
+
+    groups: frozenset[str] = frozenset()
+
+    @classmethod
+    def read(cls, directory: str | os.PathLike) -> "SpacesIndex":
+        try:
+            return cls(frozenset(_read_index((Path(directory) / INDEX_FILE).read_text())["groups"]))
+        except (OSError, EditSpaceError):
+            return cls()
+
+    def edits(self, attribute: str) -> bool:
+        return covers(self.groups, attribute)
 
 
 def _read_index(text: str) -> dict:
