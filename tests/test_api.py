@@ -61,9 +61,8 @@ def test_audit_image_defaults_to_the_products_settings():
 def test_the_api_the_cli_and_the_app_give_one_audit(project_home, tmp_path):
     """On a tiny home, at everyone's default settings: the same verdict and the same values."""
     import app
-    from recourse.audit.stops import committed_stops
     from recourse.cli import main
-    from recourse.ui.settings import DEFAULTS
+    from recourse.ui.settings import DEFAULTS, picture_stop
 
     build_home(project_home, tiny_classifier(seed=0), still_generator(16))
     result = recourse.Auditor(recourse.load_pair("ptq-int8"))(FACE, attribute="Smiling")
@@ -73,9 +72,9 @@ def test_the_api_the_cli_and_the_app_give_one_audit(project_home, tmp_path):
     assert main(["audit", str(FACE), "--variant", "ptq-int8", "--attribute", "Smiling", "--json", str(cli_file)]) == 0
     cli = json.loads(cli_file.read_text())
 
-    # the app's upload with every control at its default (the margin slider at this home's visible stop)
+    # the app's upload with every control at its default (the margin slider at Smiling's stop in this home)
     shown = list(app.run_audit(str(FACE), None, "ptq-int8", "Smiling", next(iter(app.TARGETS)), DEFAULTS.finish_steps,
-                               DEFAULTS.cone_degrees, DEFAULTS.seed, committed_stops().visible, DEFAULTS.method,
+                               DEFAULTS.cone_degrees, DEFAULTS.seed, picture_stop("Smiling"), DEFAULTS.method,
                                DEFAULTS.edit_steps, DEFAULTS.sigma, progress=no_progress))[-1]
     ui = shown[app.raw]
     exported = json.loads(Path(shown[app.export_json]).read_text())

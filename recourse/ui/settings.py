@@ -3,7 +3,6 @@ request comes): the generator's settings, how many faces a scan may rank, and th
 
 from __future__ import annotations
 
-import functools
 import math
 import numbers
 import time
@@ -54,9 +53,9 @@ def picture_stop(attribute, method=DEFAULTS.method) -> float:
     return for_attribute(STOPS, attribute, kind).visible
 
 
-@functools.lru_cache(maxsize=1)
 def _committed_spaces() -> SimpleNamespace:
-    """The committed generator as far as :func:`edit_kind` reads it: which spaces it has."""
+    """The committed generator as far as :func:`edit_kind` reads it: which spaces it has (read at
+    each call, a small file: the project's home may change under a running process, as in tests)."""
     return SimpleNamespace(edit_spaces=SpacesIndex.read(generator_dir() / EDIT_SPACES_FOLDER))
 
 
