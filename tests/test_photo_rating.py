@@ -15,3 +15,12 @@ def test_kept_pairs_come_back_as_they_were_made_without_their_numbers(tmp_path):
     assert all("item" not in item for item in read_items)  # numbered again after the shuffle
     assert [(a.getpixel((0, 0)), b.getpixel((0, 0))) for a, b in read_pictures] == [((10, 0, 0), (0, 10, 0)),
                                                                                    ((20, 0, 0), (0, 20, 0))]
+
+
+def test_the_instructions_name_each_rated_attributes_damage_and_the_sets_size():
+    from scripts.figures.photo_rating import DAMAGE, GENERAL_DAMAGE, instructions
+
+    text = instructions(["Blond_Hair", "Smiling", "Young"], 117, 15)
+    assert "117 items" in text and "15 sheets" in text
+    assert DAMAGE["Blond_Hair"] in text and DAMAGE["Smiling"] in text and GENERAL_DAMAGE in text
+    assert DAMAGE["Eyeglasses"] not in instructions(["Smiling"], 8, 1)  # only the rated attributes' damage

@@ -26,6 +26,11 @@ the first version's set with ``--keep-pairs`` in a checkout of that version and 
 methods (``--label region-space=region-space@a5c6c2f``), then the second's with ``--include`` that
 folder: the first set's pairs join the second's before the shuffle, and one key names both.
 
+Every set also holds ``instructions.md``: what a rater is told, the same text for every set
+(:func:`instructions`), naming the damage a person looks for on each rated attribute, so that
+sets differ by their edits and not by their instructions (sets 12–14 showed that telling raters
+what damage looks like moves the counts more than any change to the edits did).
+
 A rater fills, per item: ``edited`` (A or B: which picture looks edited), ``changed`` (the
 edited picture shows the attribute changed the asked way), ``same_person`` and ``artifact``
 (something a person would call damage: a blob, smear, band, false colour). Scored by
@@ -110,6 +115,41 @@ def sheet(items: list[dict], pictures: list[tuple[Image.Image, Image.Image]], co
     return page
 
 
+# what a person calls damage on each attribute's edit, named to the raters (sets 12–14's instructions)
+DAMAGE = {"Blond_Hair": "hair that looks painted or like a wig or helmet, halos or outlines around the hair, colour "
+                        "spilling onto the background, clothes or skin, olive, green or grey tints",
+          "Smiling": "a crooked, twisted or pouting mouth, a grimace, teeth squeezed into a line, a mouth drawn or "
+                     "pasted on",
+          "Mouth_Slightly_Open": "a crooked or smeared mouth, teeth squeezed into a line, a mouth drawn or pasted on",
+          "Eyeglasses": "frames that float, bend or cut into the face, a band or smear across the eyes"}
+GENERAL_DAMAGE = "blobs, smears, stains, patches, blotches or false colours on the skin, a repainted background"
+
+
+def instructions(attributes: list[str], count: int, sheets: int) -> str:
+    """What every rater of a set of ``count`` items on ``sheets`` sheets is told (``instructions.md``)."""
+    damage = "; ".join([GENERAL_DAMAGE] + [f"on {PHRASES.get(a, a)} edits: {DAMAGE[a]}" for a in attributes if a in DAMAGE])
+    return f"""You are a strict, careful rater of edited face photos. Open only this folder's items.json and its
+{sheets} sheets (sheet-01.png …); open no other file.
+
+items.json lists {count} items; each names its sheet. On a sheet every item shows two pictures side by side, A (left)
+and B (right), under one line such as "item 12: one of the two was edited to look LESS smiling". Exactly one of the
+two is an edit of the other. Look at every sheet closely and rate every item as an ordinary person looking at the
+photos would:
+
+- "edited": "A", "B" or "cannot tell": which picture looks edited.
+- "changed": true only if the edited picture clearly shows the attribute changed the way the line asks (MORE: it
+  clearly has it, or more of it; LESS: it clearly has it less or not at all); false if unchanged, too subtle or
+  changed the wrong way.
+- "same_person": true if both pictures show the same person.
+- "artifact": true if the edited picture shows anything a person would call damage or fakery: {damage}. Be strict:
+  if you would not believe the edited picture is a real, unedited photo, mark true.
+- "note": one short sentence on what you see in the edited picture.
+
+Write a JSON list with one object per item, in item order, each {{"item": N, "edited": ..., "changed": ...,
+"same_person": ..., "artifact": ..., "note": ...}}, to the file you were given, valid JSON with all {count} items.
+"""
+
+
 def keep_pairs(folder: Path, items: list[dict], pictures: list[tuple[Image.Image, Image.Image]]) -> None:
     """Each item's two pictures as ``NNNN-A.png`` and ``NNNN-B.png`` and the items, in making order."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -191,6 +231,8 @@ def main(argv: list[str] | None = None) -> None:
         sheet(items[start:start + args.per_sheet], pictures[start:start + args.per_sheet]).save(
             out / f"sheet-{start // args.per_sheet + 1:02d}.png")
     (out / "key.json").write_text(json.dumps(items, indent=2) + "\n")
+    sheets = (len(items) + args.per_sheet - 1) // args.per_sheet
+    (out / "instructions.md").write_text(instructions(sorted({item["attribute"] for item in items}), len(items), sheets))
     (out / "items.json").write_text(json.dumps([{"item": i["item"], "question": i["question"],
                                                  "sheet": f"sheet-{(i['item'] - 1) // args.per_sheet + 1:02d}.png"}
                                                 for i in items], indent=2) + "\n")
