@@ -93,7 +93,8 @@ def test_single_face_commands_and_the_app_share_one_default_stop():
     for command in ("audit", "counterfactual", "scan"):
         sub = parser._subparsers._group_actions[0].choices[command]
         margin = next(a for a in sub._actions if a.dest == "margin")
-        assert margin.default is None and "the visible stop chosen on validation" in margin.help, command
+        assert margin.default is None and "its attribute's own visible stop" in margin.help, command
+        assert "the one chosen on validation" in margin.help and "a margin given is used as given" in margin.help
     settings = _single_face_settings(parser.parse_args(["audit", "x.jpg", "--variant", "ptq-int8", "--attribute",
                                                         "Smiling"]))
     assert settings.stops == committed_stops() and settings.stops.numbers_at == "benchmark"

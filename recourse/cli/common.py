@@ -34,8 +34,10 @@ DENOISED_EDIT_STEPS = 24
 DENOISED_REGION_EDIT_STEPS = 48
 MARGIN_NOTES = {DATASET_MARGIN: ", the dataset commands' setting; audit, counterfactual and the app show the visible "
                                 "stop chosen on validation (recourse/audit/stops.py)"}
-PICTURE_MARGIN_HELP = ("the stop the picture is shown at, in logits past the boundary (default: the visible stop chosen "
-                       "on validation, assets/results/visible-stop-val.json; 0 = the boundary)")
+PICTURE_MARGIN_HELP = ("the stop the picture is shown at, in logits past the boundary (default: an edit inside a part's "
+                       "space at its attribute's own visible stop, assets/results/visible-stop-space-val.json, any other at "
+                       "the one chosen on validation, assets/results/visible-stop-val.json; a margin given is used as "
+                       "given; 0 = the boundary)")
 NUMBERS_AT_HELP = ("where per-image validity, CRG and DirSim are read on each edit: benchmark (default: the margin the "
                    "benchmark validated, where weight noise rarely decides) or boundary (margin 0: mostly noise)")
 METHOD_HELP = ("region-space (the default): each model steers its edit inside a learned space of the face part "
