@@ -174,7 +174,6 @@ def client(local_app):
 
 
 EDIT_DEFAULTS = CounterfactualConfig()
-STOPS_VISIBLE = STOPS.visible
 
 
 def audit(client, path, variant="ptq-int8", attribute="Smiling", target=FLIP, steps=EDIT_DEFAULTS.finish_steps,
@@ -187,7 +186,7 @@ def audit(client, path, variant="ptq-int8", attribute="Smiling", target=FLIP, st
     if margin is None:  # a bad attribute or method is the app's to refuse
         from recourse.generation import METHODS
 
-        margin = picture_stop(attribute, method) if attribute in ATTRIBUTES and method in METHODS else STOPS_VISIBLE
+        margin = picture_stop(attribute, method) if attribute in ATTRIBUTES and method in METHODS else STOPS.visible
     return client.predict(handle_file(str(path)), variant, attribute, target, steps, guidance, seed, margin, method,
                           edit_steps, sigma, api_name="/audit")
 
@@ -308,7 +307,6 @@ def test_find_failures_refuses_a_folder_without_photos(client, tmp_path):
                        api_name="/find_failures")
 
 
-
 def test_the_margin_slider_reads_the_stop_the_pictures_are_shown_at():
     from recourse.audit.stops import attribute_visible_stops
 
@@ -317,8 +315,8 @@ def test_the_margin_slider_reads_the_stop_the_pictures_are_shown_at():
     event = next(fn for fn in app.demo.fns.values() if fn.fn is app.follow_stop)
     assert [block._id for block in event.outputs] == [app.margin._id]
     assert app.follow_stop("Young", "region-space")["value"] == chosen["Young"]
-    assert app.follow_stop("Young", "pca-walk")["value"] == STOPS_VISIBLE  # a walk: the committed stop
-    assert app.follow_stop("Bangs", "region-space")["value"] == STOPS_VISIBLE  # no part space: the pixel edit
+    assert app.follow_stop("Young", "pca-walk")["value"] == STOPS.visible  # a walk: the committed stop
+    assert app.follow_stop("Bangs", "region-space")["value"] == STOPS.visible  # no part space: the pixel edit
     with pytest.raises(gr.Error, match="unknown attribute"):
         app.follow_stop("Sunburnt", "region-space")
 
@@ -329,5 +327,5 @@ def test_the_slider_at_the_attributes_stop_is_no_choice_and_moved_it_is():
     assert unmoved.visible_source != "chosen by the user"  # the attribute's own stop, from the committed run
     moved = app.settings_from(20, 40, 0, young + 1, "region-space", attribute="Young").stops
     assert (moved.visible, moved.visible_source) == (young + 1, "chosen by the user")
-    committed = app.settings_from(20, 40, 0, STOPS_VISIBLE, "region-space", attribute="Young").stops
-    assert (committed.visible, committed.visible_source) == (STOPS_VISIBLE, "chosen by the user")
+    committed = app.settings_from(20, 40, 0, STOPS.visible, "region-space", attribute="Young").stops
+    assert (committed.visible, committed.visible_source) == (STOPS.visible, "chosen by the user")

@@ -24,3 +24,14 @@ def test_the_instructions_name_each_rated_attributes_damage_and_the_sets_size():
     assert "117 items" in text and "15 sheets" in text
     assert DAMAGE["Blond_Hair"] in text and DAMAGE["Smiling"] in text and GENERAL_DAMAGE in text
     assert DAMAGE["Eyeglasses"] not in instructions(["Smiling"], 8, 1)  # only the rated attributes' damage
+
+
+def test_a_label_without_its_method_is_refused_with_the_form_it_takes(tmp_path, capsys):
+    import pytest
+
+    from scripts.figures.photo_rating import main
+
+    with pytest.raises(SystemExit):
+        main(["--photos", str(tmp_path), "--label", "region-space@a5c6c2f", "--out", str(tmp_path / "set")])
+    assert "--label takes METHOD=LABEL" in capsys.readouterr().err
+    assert not (tmp_path / "set").exists()  # refused before anything is made

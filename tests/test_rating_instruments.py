@@ -27,3 +27,16 @@ def test_compare_reads_each_rated_item_once_per_group_and_skips_what_was_not_rat
     assert compared["Smiling"]["same_person"]["people_saw"] == 1  # item 2: a rater saw another person
     assert compared["Smiling"]["same_person"]["instrument_flagged_of_those"] == 0
     assert "same_person" not in compared["Male"]  # dlib found no face: nothing to compare
+
+
+def test_a_key_without_the_asked_methods_is_refused_naming_those_it_has(tmp_path):
+    import json
+
+    import pytest
+
+    from scripts.measurements.rating_instruments import main
+
+    (tmp_path / "key.json").write_text(json.dumps([{"item": 1, "source": "a.jpg", "method": "region-space@a5c6c2f",
+                                                    "attribute": "Smiling", "target": 0, "edited": "A"}]))
+    with pytest.raises(SystemExit, match="no item of region-space .*its methods: region-space@a5c6c2f"):
+        main([str(tmp_path), "--ratings", "r.json", "--json", str(tmp_path / "out.json")])

@@ -16,9 +16,9 @@ from recourse.audit.stops import committed_stops, for_attribute
 from recourse.data import ATTRIBUTES
 from recourse.generation import METHODS, CounterfactualConfig
 from recourse.generation.denoised import edit_budget
+from recourse.generation.generators import EDIT_SPACES_FOLDER
 from recourse.generation.guidance import region_steps_for
 from recourse.generation.methods import edit_kind
-from recourse.generation.generators import EDIT_SPACES_FOLDER
 from recourse.generation.spaces.bundle import SpacesIndex
 from recourse.locations import generator_dir
 from recourse.progress import StageCheck

@@ -187,6 +187,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="sets made with --keep-pairs whose pairs join this one's before the shuffle")
     parser.add_argument("--out", required=True)
     args = parser.parse_args(argv)
+    if any("=" not in label for label in args.label):
+        parser.error("--label takes METHOD=LABEL, for example region-space=region-space@a5c6c2f")
     labels = dict(label.split("=", 1) for label in args.label)
     out = Path(args.out).expanduser()
     if out.resolve().is_relative_to(REPOSITORY):

@@ -95,7 +95,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     torch.set_num_threads(args.threads)
     folder = Path(args.folder)
-    key = [item for item in json.loads((folder / "key.json").read_text()) if item["method"] in args.methods]
+    whole_key = json.loads((folder / "key.json").read_text())
+    key = [item for item in whole_key if item["method"] in args.methods]
+    if not key:
+        # a method labelled with the code version that made it (photo_rating --label) is not made again here
+        raise SystemExit(f"no item of {', '.join(args.methods)} in {folder / 'key.json'}; its methods: "
+                         f"{', '.join(sorted({item['method'] for item in whole_key}))}")
     if any(item["source"].startswith("test:") for item in key):
         raise SystemExit("the set holds test-split faces: this reads public-domain photos only")
     found = readings(key, Path(args.photos))
